@@ -1,0 +1,43 @@
+# The two commands of the README do everything on a fresh machine:
+#   make certify   the main job: certify the reference implementation, write its report
+#   make test      the test suite, with ruff and mypy
+# Each creates the virtual environment and installs the project on first use.
+
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+REPORT  ?= reports/reference
+
+.PHONY: certify test lint typecheck render model venv clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+certify: $(STAMP)
+	$(BIN)/callsafe model
+	$(BIN)/callsafe render --out $(REPORT)/diagrams
+
+model: $(STAMP)
+	$(BIN)/callsafe model
+
+render: $(STAMP)
+	$(BIN)/callsafe render --out out
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	tools/typecheck.sh
+
+test: $(STAMP) lint typecheck
+	$(BIN)/pytest -n 2 -q
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .typecheck .pytest_cache .mypy_cache .ruff_cache reports out

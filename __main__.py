@@ -1,0 +1,5 @@
+"""``python -m callsafe`` runs the command-line interface."""
+
+from callsafe.certify.cli import main
+
+main()

@@ -1,0 +1,548 @@
+"""The invariants of DESIGN.md, each a named checker over ``(trace, observations)``.
+
+A checker sees only what the harness saw at the boundary of an implementation: what the
+executor received, the confirmation requests, the business-validator calls, the ledger,
+audit and log lines, and the visible status. It never looks inside the implementation.
+It may consult the model (:mod:`callsafe.model.oracle`), which is the spec made
+executable, for facts such as "when did this call's own terminal event arrive".
+
+Observation steps: an observation's ``step`` is the index, in the delivered event
+sequence, of the most recently *started* delivery. An event at index ``j`` is therefore
+in force for every observation with ``step >= j``.
+
+Each invariant declares what it ``needs`` (``ledger``, ``status``, ``confirmation``):
+a target that cannot produce those observations gets "not applicable", never "holds".
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
+from callsafe.model.oracle import STOPPING_EVENTS, Oracle, Verdict, judge
+from callsafe.model.system import CallRecord
+from callsafe.model.vocabulary import (
+    AuditRow,
+    BusinessValidated,
+    CallKey,
+    CancelTurn,
+    Confirm,
+    ConfirmationRequested,
+    Executed,
+    LedgerRow,
+    LogLine,
+    Observation,
+    StatusShown,
+    StopTenant,
+    Trace,
+    TurnStarted,
+)
+
+__all__ = [
+    "INVARIANTS",
+    "Invariant",
+    "Violation",
+    "check_all",
+    "invariant_for_refusal",
+]
+
+Kind = Literal["safety", "liveness"]
+E = CallEvent
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken invariant, with the call and step where it shows."""
+
+    invariant: str
+    message: str
+    key: CallKey | None = None
+    step: int | None = None
+    kind: Kind = "safety"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "invariant": self.invariant,
+            "kind": self.kind,
+            "message": self.message,
+            "key": self.key.to_json() if self.key else None,
+            "step": self.step,
+        }
+
+
+@dataclass
+class Context:
+    """What every checker reads: the trace, the model's verdicts, the observations."""
+
+    trace: Trace
+    oracle: Oracle
+    observations: Sequence[Observation]
+    executions: list[Executed] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.executions = [o for o in self.observations if isinstance(o, Executed)]
+
+    def record(self, key: CallKey) -> CallRecord | None:
+        ident = (key.turn, key.response, key.item, key.call)
+        record = self.oracle.semantics.state.calls.get(ident)
+        if record is None or record.key.tenant != key.tenant:
+            return None
+        return record
+
+    def verdict(self, key: CallKey) -> Verdict | None:
+        return self.oracle.verdicts.get(key)
+
+    def first_step(self, key: CallKey, event: CallEvent) -> int | None:
+        """The delivered step at which the model applied ``event`` to ``key`` and it took
+        effect (not ignored or rejected)."""
+        for s in self.oracle.steps:
+            if s.key == key and s.event is event and not s.note:
+                return s.step
+        return None
+
+
+Checker = Callable[[Context], Iterable[Violation]]
+
+
+@dataclass(frozen=True)
+class Invariant:
+    id: str
+    title: str
+    spec: str  # the spec sentence it enforces
+    kind: Kind
+    check: Checker
+    needs: frozenset[str] = frozenset()
+
+
+# --------------------------------------------------------------------------------------
+# Which invariant a refused call belongs to
+# --------------------------------------------------------------------------------------
+
+_REFUSAL_INVARIANT: Final[dict[CallEvent, str]] = {
+    E.PARSE_FAILED: "INV-TERMINAL",
+    E.INVALID: "INV-TERMINAL",
+    E.FRAGMENT: "INV-TERMINAL",  # data after the terminal event, or for an unopened call
+    E.FRAGMENT_REPEAT: "INV-TERMINAL",
+    E.TERMINAL_COMPLETED: "INV-TERMINAL",  # terminal for a call never opened
+    E.FRAGMENT_CONFLICT: "INV-EXACT-ARGS",
+    E.OVER_LIMIT: "INV-BOUNDED",
+    E.DENIED: "INV-CONFIRM",
+    E.DISPATCH_BLOCKED: "INV-TURN",
+    E.SUPERSEDE: "INV-TURN",
+}
+
+
+def invariant_for_refusal(verdict: Verdict, record: CallRecord | None) -> str:
+    """The invariant an execution of a ``must_not`` call breaks, from how the model ended
+    the call: malformed or unvalidated data is INV-TERMINAL, a stop is INV-CANCEL, and so
+    on."""
+    if record is None:
+        return "INV-EXACT-ARGS"
+    if record.state is State.VALIDATED:
+        return "INV-CONFIRM"
+    if record.state in (State.COLLECTING, State.TERMINAL_CANDIDATE, State.ABSENT):
+        return "INV-TERMINAL"
+    if record.ended_by is None:
+        return "INV-CANCEL"
+    return _REFUSAL_INVARIANT.get(record.ended_by, "INV-CANCEL")
+
+
+# --------------------------------------------------------------------------------------
+# Checkers
+# --------------------------------------------------------------------------------------
+
+
+def _refused_executions(ctx: Context, invariant: str) -> Iterable[Violation]:
+    """Executions of calls the model refuses, reported under their invariant."""
+    seen: set[CallKey] = set()
+    for ex in ctx.executions:
+        verdict = ctx.verdict(ex.key)
+        if verdict is None or verdict.execute != "must_not" or ex.key in seen:
+            continue
+        record = ctx.record(ex.key)
+        if invariant_for_refusal(verdict, record) == invariant:
+            seen.add(ex.key)
+            yield Violation(invariant, f"executed a call that must not run: {verdict.reason}", ex.key, ex.step)
+
+
+def check_terminal(ctx: Context) -> Iterable[Violation]:
+    for ex in ctx.executions:
+        record = ctx.record(ex.key)
+        if record is None:
+            continue
+        candidate_at = ctx.first_step(ex.key, E.TERMINAL_COMPLETED)
+        if candidate_at is None or ex.step < candidate_at:
+            yield Violation("INV-TERMINAL", "executed before the call's own completed terminal event", ex.key, ex.step)
+    yield from _refused_executions(ctx, "INV-TERMINAL")
+
+
+def check_exact_args(ctx: Context) -> Iterable[Violation]:
+    for ex in ctx.executions:
+        record = ctx.record(ex.key)
+        if record is None:
+            yield Violation("INV-EXACT-ARGS", "executed a call key the stream never carried", ex.key, ex.step)
+            continue
+        if record.tool is not None and ex.tool != record.tool:
+            yield Violation(
+                "INV-EXACT-ARGS", f"executed tool {ex.tool!r}, the call named {record.tool!r}", ex.key, ex.step
+            )
+        if record.parse == "ok" and ex.arguments != record.arguments:
+            yield Violation(
+                "INV-EXACT-ARGS",
+                "executed arguments differ from the call's own fragments in position order",
+                ex.key,
+                ex.step,
+            )
+    yield from _refused_executions(ctx, "INV-EXACT-ARGS")
+
+
+def check_once(ctx: Context) -> Iterable[Violation]:
+    counts = Counter(ex.key for ex in ctx.executions)
+    for ex in ctx.executions:
+        if counts[ex.key] > 1:
+            counts[ex.key] = 0  # report each key once
+            yield Violation("INV-ONCE", "a call key reached the executor more than once", ex.key, ex.step)
+
+
+def _turn_facts(ctx: Context) -> tuple[dict[str, TurnStarted], dict[str, int]]:
+    """Each turn's binding (first start) and the step at which it stopped being live."""
+    starts: dict[str, TurnStarted] = {}
+    ended: dict[str, int] = {}
+    current: dict[str, str] = {}
+    for i, event in enumerate(ctx.trace.delivered()):
+        if isinstance(event, TurnStarted) and event.turn not in starts:
+            previous = current.get(event.conversation)
+            if previous is not None:
+                ended.setdefault(previous, i)
+            starts[event.turn] = event
+            current[event.conversation] = event.turn
+        elif isinstance(event, CancelTurn) and event.turn in starts:
+            ended.setdefault(event.turn, i)
+        elif isinstance(event, StopTenant):
+            for turn, start in starts.items():
+                if start.tenant == event.tenant:
+                    ended.setdefault(turn, i)
+    return starts, ended
+
+
+def check_turn(ctx: Context) -> Iterable[Violation]:
+    starts, ended = _turn_facts(ctx)
+    for ex in ctx.executions:
+        start = starts.get(ex.key.turn)
+        if start is None:
+            yield Violation("INV-TURN", "executed for a turn that never started", ex.key, ex.step)
+            continue
+        if ex.key.tenant != start.tenant or ex.actor != start.actor:
+            yield Violation(
+                "INV-TURN",
+                f"executed for actor {ex.actor!r} / tenant {ex.key.tenant!r}; the turn is bound to "
+                f"{start.actor!r} / {start.tenant!r}",
+                ex.key,
+                ex.step,
+            )
+        end = ended.get(ex.key.turn)
+        if end is not None and ex.step >= end:
+            yield Violation("INV-TURN", "executed after its turn stopped being current", ex.key, ex.step)
+    yield from _refused_executions(ctx, "INV-TURN")
+
+
+def check_cancel(ctx: Context) -> Iterable[Violation]:
+    yield from _refused_executions(ctx, "INV-CANCEL")
+
+
+def check_confirm(ctx: Context) -> Iterable[Violation]:
+    requested: set[CallKey] = set()
+    order: list[Observation] = list(ctx.observations)
+    confirms: dict[CallKey, int] = {}
+    for i, event in enumerate(ctx.trace.delivered()):
+        if isinstance(event, Confirm) and event.approved:
+            record = ctx.oracle.semantics.state.calls.get((event.turn, event.response, event.item, event.call))
+            if record is not None:
+                confirms.setdefault(record.key, i)
+    for obs in order:
+        if isinstance(obs, ConfirmationRequested):
+            requested.add(obs.key)
+        elif isinstance(obs, Executed):
+            record = ctx.record(obs.key)
+            spec = ctx.trace.tools.get(record.tool) if record and record.tool else None
+            if spec is None or not spec.confirm:
+                continue
+            if obs.key not in requested:
+                yield Violation("INV-CONFIRM", "executed without asking for confirmation", obs.key, obs.step)
+            elif obs.key not in confirms or obs.step < confirms[obs.key]:
+                yield Violation("INV-CONFIRM", "executed before the user confirmed", obs.key, obs.step)
+    yield from _refused_executions(ctx, "INV-CONFIRM")
+
+
+def check_validate_once(ctx: Context) -> Iterable[Violation]:
+    seen: Counter[CallKey] = Counter()
+    for obs in ctx.observations:
+        if isinstance(obs, BusinessValidated):
+            seen[obs.key] += 1
+            if seen[obs.key] == 2:
+                yield Violation("INV-VALIDATE-ONCE", "business-validated more than once", obs.key, obs.step)
+            candidate_at = ctx.first_step(obs.key, E.TERMINAL_COMPLETED)
+            if candidate_at is None or obs.step < candidate_at:
+                yield Violation(
+                    "INV-VALIDATE-ONCE", "validated before the call's own completed terminal event", obs.key, obs.step
+                )
+        elif isinstance(obs, Executed) and seen[obs.key] != 1:
+            yield Violation(
+                "INV-VALIDATE-ONCE",
+                f"executed after {seen[obs.key]} business validations (exactly one is required)",
+                obs.key,
+                obs.step,
+            )
+
+
+def check_bounded(ctx: Context) -> Iterable[Violation]:
+    yield from _refused_executions(ctx, "INV-BOUNDED")
+    last: dict[CallKey, LedgerRow] = {}
+    for obs in ctx.observations:
+        if isinstance(obs, LedgerRow):
+            last[obs.key] = obs
+    for record in ctx.oracle.semantics.state.calls.values():
+        if record.state in TERMINAL_STATES:
+            row = last.get(record.key)
+            if row is None or row.decision not in ("dispatched", "cancelled", "failed"):
+                yield Violation(
+                    "INV-BOUNDED",
+                    "the call's buffer never reached a terminal state in the ledger "
+                    f"(model: {record.state.value}, ledger: {row.decision if row else 'no row'})",
+                    record.key,
+                )
+
+
+_IDENTIFIER_FIELDS = ("tenant", "turn", "response", "item", "call")
+
+
+def _secret_values(ctx: Context) -> set[str]:
+    """String values from every call's arguments that are long enough to be recognisable
+    and are not also identifiers or tool names."""
+    ignore: set[str] = set(ctx.trace.tools)
+    out: set[str] = set()
+    for record in ctx.oracle.semantics.state.calls.values():
+        ignore.update(getattr(record.key, f) for f in _IDENTIFIER_FIELDS)
+        if record.tool:
+            ignore.add(record.tool)
+        stack: list[Any] = [record.arguments]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, dict):
+                stack.extend(value.values())
+            elif isinstance(value, list):
+                stack.extend(value)
+            elif isinstance(value, str) and len(value) >= 6:
+                out.add(value)
+    return out - ignore
+
+
+def _texts(obs: Observation) -> list[str]:
+    if isinstance(obs, LedgerRow):
+        return [obs.parse, obs.validation, obs.decision, obs.terminal_reason or ""]
+    if isinstance(obs, AuditRow):
+        return [obs.action, obs.reason]
+    if isinstance(obs, LogLine):
+        return [obs.text]
+    return []
+
+
+def check_ledger(ctx: Context) -> Iterable[Violation]:
+    rows: dict[CallKey, list[LedgerRow]] = defaultdict(list)
+    for obs in ctx.observations:
+        if isinstance(obs, LedgerRow):
+            rows[obs.key].append(obs)
+    for ex in ctx.executions:
+        if not any(r.decision == "dispatched" for r in rows.get(ex.key, [])):
+            yield Violation("INV-LEDGER", "an execution left no 'dispatched' ledger row", ex.key, ex.step)
+    for record in ctx.oracle.semantics.state.calls.values():
+        if record.state in (State.CANCELLED, State.FAILED) and not rows.get(record.key):
+            yield Violation("INV-LEDGER", f"no ledger row for a refused call ({record.why})", record.key)
+    secrets = _secret_values(ctx)
+    if secrets:
+        for obs in ctx.observations:
+            for text in _texts(obs):
+                leaked = next((s for s in secrets if s in text), None)
+                if leaked is not None:
+                    yield Violation(
+                        "INV-LEDGER",
+                        f"an argument value appears in a {obs.kind.replace('_', ' ')}",
+                        getattr(obs, "key", None),
+                        obs.step,
+                    )
+                    break
+
+
+_KNOWN_STATUS: Final = frozenset({"preparing", "awaiting_confirmation", "done", "retry", "handoff"})
+
+
+def check_status(ctx: Context) -> Iterable[Violation]:
+    executed_turns: set[str] = set()
+    last_status: dict[str, StatusShown] = {}
+    for obs in ctx.observations:
+        if isinstance(obs, Executed):
+            executed_turns.add(obs.key.turn)
+        elif isinstance(obs, StatusShown):
+            last_status[obs.turn] = obs
+            if obs.status not in _KNOWN_STATUS:
+                yield Violation("INV-STATUS", f"unknown status {obs.status!r}", None, obs.step)
+            if obs.status == "done" and obs.turn not in executed_turns:
+                yield Violation("INV-STATUS", "status says an action ran, but none did", None, obs.step)
+    stopped_turns = {
+        r.key.turn
+        for r in ctx.oracle.semantics.state.calls.values()
+        if r.ended_by in STOPPING_EVENTS and r.state in (State.CANCELLED, State.FAILED)
+    }
+    for turn in sorted(stopped_turns - executed_turns):
+        shown = last_status.get(turn)
+        if shown is None or shown.status not in ("retry", "handoff"):
+            yield Violation(
+                "INV-STATUS",
+                f"after a stop the user was not offered retry or hand-off (last status: "
+                f"{shown.status if shown else 'none'})",
+            )
+
+
+def check_live(ctx: Context) -> Iterable[Violation]:
+    executed = {ex.key for ex in ctx.executions}
+    requested = {o.key for o in ctx.observations if isinstance(o, ConfirmationRequested)}
+    for verdict in ctx.oracle.verdicts.values():
+        if verdict.execute == "must" and verdict.key not in executed:
+            yield Violation(
+                "LIVE-DISPATCH", "a completed, valid, current call was never executed", verdict.key, None, "liveness"
+            )
+        if (
+            verdict.execute == "must_not"
+            and verdict.state is State.VALIDATED
+            and verdict.confirmation
+            and verdict.key not in requested
+        ):
+            yield Violation(
+                "LIVE-DISPATCH", "a valid call was never put up for confirmation", verdict.key, None, "liveness"
+            )
+
+
+INVARIANTS: Final[tuple[Invariant, ...]] = (
+    Invariant(
+        "INV-TERMINAL",
+        "nothing reaches the executor before the call's own terminal event was delivered and its "
+        "arguments parsed and validated",
+        "Fragments must remain inert until the adapter knows that one call has ended under its protocol. "
+        "A terminal event permits parsing; it does not itself authorize execution.",
+        "safety",
+        check_terminal,
+    ),
+    Invariant(
+        "INV-EXACT-ARGS",
+        "executed arguments are exactly that call's own fragments, in protocol position, each position once",
+        "Append only fragments from that exact tuple. Never concatenate all argument deltas into a single "
+        "response-wide string.",
+        "safety",
+        check_exact_args,
+    ),
+    Invariant(
+        "INV-ONCE",
+        "each call key reaches the executor at most once",
+        "Persist the terminal event ID so reconnect delivery cannot dispatch it twice. A repeated delta is a "
+        "delivery condition, not evidence that the user requested the action twice.",
+        "safety",
+        check_once,
+    ),
+    Invariant(
+        "INV-TURN",
+        "a call executes only for the turn current at execution time, for the actor and tenant bound to it",
+        "Bind them to the active turn and authenticated actor. Assert that an old tuple cannot affect a newer turn.",
+        "safety",
+        check_turn,
+    ),
+    Invariant(
+        "INV-CANCEL",
+        "every stop ends in a non-dispatching state that nothing revives, a restart included",
+        "Cancellation, supersession, connection loss, malformed data, unknown tool name, and size limit all move "
+        "the buffer to a non-dispatching terminal state. A late terminal event for a cancelled turn must be "
+        "rejected by turn ownership, not revived because its JSON happens to parse.",
+        "safety",
+        check_cancel,
+    ),
+    Invariant(
+        "INV-CONFIRM",
+        "a call that needs confirmation executes only after it is confirmed, and only if nothing cancelled it since",
+        "The dispatcher must additionally check the current turn's cancellation and confirmation state at "
+        "execution time.",
+        "safety",
+        check_confirm,
+        frozenset({"confirmation"}),
+    ),
+    Invariant(
+        "INV-VALIDATE-ONCE",
+        "each final call is schema- and business-validated exactly once",
+        "Each final call is schema- and business-validated exactly once.",
+        "safety",
+        check_validate_once,
+        frozenset({"business_validation"}),
+    ),
+    Invariant(
+        "INV-BOUNDED",
+        "every buffer reaches a terminal state; bytes per call and per turn are capped",
+        "Each buffer has a bounded lifecycle. A buffer should have a byte limit.",
+        "safety",
+        check_bounded,
+        frozenset({"ledger"}),
+    ),
+    Invariant(
+        "INV-LEDGER",
+        "every decision leaves a ledger row; no ledger, audit or log line contains argument values",
+        "Record an assembly ledger with the tuple key, count, terminal reason, parse result, validation result, "
+        "and dispatch decision, without retaining sensitive argument values in broad logs.",
+        "safety",
+        check_ledger,
+        frozenset({"ledger"}),
+    ),
+    Invariant(
+        "INV-STATUS",
+        "the visible status is truthful and separate from action safety",
+        "The client may display a non-actionable 'preparing request' cue. The user sees a truthful retry or "
+        "handoff route. Test visible status separately from action safety.",
+        "safety",
+        check_status,
+        frozenset({"status"}),
+    ),
+    Invariant(
+        "LIVE-DISPATCH",
+        "a well-formed, completed, current, permitted call is executed (or put up for confirmation)",
+        "Only the completed, validated proposal can request a confirmation; then it runs.",
+        "liveness",
+        check_live,
+    ),
+)
+
+BY_ID: Final[dict[str, Invariant]] = {inv.id: inv for inv in INVARIANTS}
+
+
+def check_all(
+    trace: Trace,
+    observations: Sequence[Observation],
+    capabilities: Iterable[str] = ("ledger", "status", "confirmation", "business_validation"),
+    oracle: Oracle | None = None,
+) -> dict[str, list[Violation] | None]:
+    """Every invariant's violations for one run; ``None`` where the invariant needs a
+    capability the target lacks (not applicable)."""
+    caps = set(capabilities)
+    ctx = Context(trace, oracle or judge(trace), observations)
+    results: dict[str, list[Violation] | None] = {}
+    for inv in INVARIANTS:
+        if not inv.needs <= caps:
+            results[inv.id] = None
+            continue
+        found: list[Violation] = []
+        seen: set[tuple[str, CallKey | None, str]] = set()
+        for v in inv.check(ctx):
+            ident = (v.message, v.key, v.invariant)
+            if ident not in seen:
+                seen.add(ident)
+                found.append(v)
+        results[inv.id] = found
+    return results

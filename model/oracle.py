@@ -1,0 +1,211 @@
+"""The executable oracle: for any concrete trace, what a correct implementation must do.
+
+For each call key the trace mentions, the oracle gives a :class:`Verdict`:
+
+* ``must``: execute exactly once, with exactly these arguments (after a confirmation
+  request if the tool needs one);
+* ``must_not``: never execute, for the stated reason;
+* ``may``: the spec allows a choice. The one case today: fragments that arrived out of
+  position order, where the spec allows "reject or reassemble by documented position".
+  Execution, if any, must use the arguments assembled by position.
+
+The verdicts come from :mod:`callsafe.model.system`, which applies the lifecycle table
+(:mod:`callsafe.model.lifecycle`) to each call: the oracle holds no rules of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
+from callsafe.model.system import Semantics, Step, run_semantics
+from callsafe.model.vocabulary import (
+    BusinessValidated,
+    CallKey,
+    ConfirmationRequested,
+    Executed,
+    LedgerRow,
+    Observation,
+    StatusShown,
+    Trace,
+)
+
+__all__ = ["STOPPING_EVENTS", "Oracle", "Verdict", "ideal_observations", "judge"]
+
+Decision = Literal["must", "must_not", "may"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What must happen to one call."""
+
+    key: CallKey
+    tool: str | None
+    execute: Decision
+    arguments: Any
+    reason: str
+    state: State  # the model's final lifecycle state for the call
+    confirmation: bool = False  # a confirmation request must precede execution
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "key": self.key.to_json(),
+            "tool": self.tool,
+            "execute": self.execute,
+            "reason": self.reason,
+            "state": self.state.value,
+        }
+        if self.execute != "must_not":
+            out["arguments"] = self.arguments
+        if self.confirmation:
+            out["confirmation"] = True
+        return out
+
+    def matches_author(self, expected: dict[str, Any]) -> bool:
+        """Whether this verdict agrees with a trace author's ``{"execute": bool, ...}``."""
+        want = expected.get("execute")
+        if want is True and self.execute == "must_not":
+            return False
+        if want is False and self.execute == "must":
+            return False
+        return not ("arguments" in expected and self.execute != "must_not" and expected["arguments"] != self.arguments)
+
+
+@dataclass
+class Oracle:
+    """The verdicts for one trace, with the model's step-by-step account."""
+
+    trace: Trace
+    semantics: Semantics
+    verdicts: dict[CallKey, Verdict]
+
+    def by_short_name(self) -> dict[str, Verdict]:
+        """Verdicts under ``turn/call`` names (the form trace authors write)."""
+        return {v.key.short(): v for v in self.verdicts.values()}
+
+    @property
+    def steps(self) -> list[Step]:
+        return self.semantics.steps
+
+    def explain(self, key: CallKey) -> list[str]:
+        """Stateright-style account: "event results in <what changed>"."""
+        lines = []
+        for s in self.semantics.steps:
+            if s.key != key:
+                continue
+            change = f"{s.before} -> {s.after}" if s.before != s.after else f"stays {s.before}"
+            lines.append(f"[{s.step}] {s.event} results in {change}" + (f" ({s.note})" if s.note else ""))
+        return lines
+
+
+def judge(trace: Trace) -> Oracle:
+    """Run the model over ``trace`` and derive a verdict for every call key in it."""
+    sem = run_semantics(trace)
+    executed = {e.key for e in sem.expected if e.what == "execute"}
+    verdicts: dict[CallKey, Verdict] = {}
+    for call in sem.state.calls.values():
+        spec = trace.tools.get(call.tool) if call.tool else None
+        needs_confirmation = bool(spec and spec.confirm)
+        if call.key in executed:
+            decision: Decision = "may" if call.out_of_order else "must"
+            reason = (
+                "fragments arrived out of position order: reassembling by position or rejecting are both allowed"
+                if call.out_of_order
+                else "completed, valid, current and permitted"
+            )
+            verdicts[call.key] = Verdict(
+                call.key, call.tool, decision, call.arguments, reason, call.state, needs_confirmation
+            )
+            continue
+        if call.state is State.VALIDATED:
+            reason = "awaiting confirmation" if call.confirmation_requested else "validated, not dispatched"
+        elif call.state in (State.COLLECTING, State.TERMINAL_CANDIDATE):
+            reason = "no terminal event: the call never ended"
+        elif call.state is State.ABSENT:
+            reason = "never opened"
+        else:
+            reason = call.why or call.state.value
+        verdicts[call.key] = Verdict(call.key, call.tool, "must_not", None, reason, call.state, needs_confirmation)
+    return Oracle(trace, sem, verdicts)
+
+
+def ideal_observations(oracle: Oracle) -> list[Observation]:
+    """What a correct implementation with every capability shows at its boundary for the
+    oracle's trace, in order: validations, confirmation requests, executions, ledger rows
+    and status. Used to test the invariant checkers against a known-good run (and, by
+    mutating it, against known-bad ones)."""
+    sem = oracle.semantics
+    turns = sem.state.turns
+    events: list[tuple[int, int, Observation]] = []  # (step, order, observation)
+    order = 0
+
+    def add(step: int, obs: Observation) -> None:
+        nonlocal order
+        events.append((step, order, obs))
+        order += 1
+
+    opened_turns: set[str] = set()
+    for s in sem.steps:
+        if s.event is CallEvent.OPEN and not s.note and s.key.turn not in opened_turns:
+            opened_turns.add(s.key.turn)
+            add(s.step, StatusShown(s.step, s.key.turn, "preparing"))
+    for e in sem.expected:
+        if e.what == "validate":
+            add(e.step, BusinessValidated(e.step, e.key, e.tool))
+        elif e.what == "confirm":
+            add(e.step, ConfirmationRequested(e.step, e.key, e.tool))
+            add(e.step, StatusShown(e.step, e.key.turn, "awaiting_confirmation"))
+        else:
+            turn = turns[e.key.turn]
+            add(e.step, Executed(e.step, e.key, turn.actor, e.tool, e.arguments, turn.traceparent))
+    for record in sem.state.calls.values():
+        bound = turns.get(record.key.turn)
+        traceparent = bound.traceparent if bound else None
+        step = record.ended_at if record.ended_at is not None else len(sem.steps)
+        if record.state in TERMINAL_STATES or (record.state is State.VALIDATED and record.confirmation_requested):
+            decision = record.state.value if record.state is not State.VALIDATED else "awaiting_confirmation"
+            add(
+                step,
+                LedgerRow(
+                    step,
+                    record.key,
+                    len(record.fragments),
+                    record.terminal_reason,
+                    record.parse,
+                    record.validation,
+                    decision,
+                    traceparent,
+                ),
+            )
+    events.sort(key=lambda t: (t[0], t[1]))
+    out = [obs for _, _, obs in events]
+    executed_turns = {o.key.turn for o in out if isinstance(o, Executed)}
+    for e in sem.expected:
+        if e.what == "execute":
+            out.insert(
+                next(i for i, o in enumerate(out) if isinstance(o, Executed) and o.key == e.key) + 1,
+                StatusShown(e.step, e.key.turn, "done"),
+            )
+    last = max((o.step for o in out), default=0)
+    stopped = sorted({r.key.turn for r in sem.state.calls.values() if r.ended_by in STOPPING_EVENTS} - executed_turns)
+    out.extend(StatusShown(last, turn, "retry") for turn in stopped)
+    return out
+
+
+# Lifecycle events that stop a call for reasons outside the call's own data: after one,
+# the user must be offered retry or hand-off (INV-STATUS).
+STOPPING_EVENTS = frozenset(
+    {
+        CallEvent.CANCEL,
+        CallEvent.DISCONNECT,
+        CallEvent.QUARANTINE,
+        CallEvent.DISABLE_TOOL,
+        CallEvent.STOP_TENANT,
+        CallEvent.CATALOG_CHANGE,
+        CallEvent.RESTART,
+        CallEvent.RESPONSE_ENDED,
+        CallEvent.TERMINAL_STOPPED,
+        CallEvent.OVER_LIMIT,
+    }
+)

@@ -1,0 +1,651 @@
+"""The system around the per-call lifecycle: turns, tenants, operator controls, restart.
+
+:mod:`callsafe.model.lifecycle` says what an event *means* to one call; this module says
+*which* lifecycle event an input event is for each call it touches, given the state of the
+system. It holds:
+
+* :data:`BROADCASTS`: the declarative rules by which one input (a cancel, a new turn, an
+  operator control, a restart) reaches many calls, and the lifecycle event each receives;
+* the guards (:func:`classify_open`, :func:`classify_fragment`, :func:`classify_terminal`,
+  :func:`classify_dispatch`), pure functions of booleans and counts, shared by the
+  executable semantics below and by the state-graph explorer;
+* :class:`SystemState` and :class:`Semantics`, the executable model of one trace: it
+  applies events one by one, runs the internal steps (parse, validate, dispatch) eagerly,
+  and records what a correct implementation must do. The oracle reads its result.
+
+What is durable (survives :class:`~callsafe.model.vocabulary.Restart`): the turn table,
+the terminal event ids, every call that reached a terminal state, the quarantined
+responses, the disabled tools, the catalog. What is not: buffers of unfinished calls,
+which fail on restart rather than come back as candidates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import jsonschema
+
+from callsafe.model.lifecycle import (
+    TERMINAL_STATES,
+    CallEvent,
+    Rejected,
+    State,
+    outcome,
+)
+from callsafe.model.vocabulary import (
+    CallAddressed,
+    CallKey,
+    CallOpened,
+    CallTerminal,
+    CancelTurn,
+    Confirm,
+    DisableTool,
+    Disconnect,
+    Event,
+    Fragment,
+    Limits,
+    QuarantineResponse,
+    ResponseTerminal,
+    Restart,
+    StopTenant,
+    TextFragment,
+    ToolChanged,
+    ToolSpec,
+    Trace,
+    TurnStarted,
+)
+
+E = CallEvent
+
+__all__ = [
+    "BROADCASTS",
+    "Broadcast",
+    "CallRecord",
+    "ParseFailure",
+    "Semantics",
+    "SystemState",
+    "TurnRecord",
+    "business_check",
+    "classify_dispatch",
+    "classify_fragment",
+    "classify_open",
+    "classify_terminal",
+    "strict_parse",
+    "utf8_len",
+]
+
+
+# --------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class TurnRecord:
+    """A turn's binding (actor, tenant, conversation) and whether it is still live.
+
+    ``status`` is ``live`` while the turn is the conversation's current turn and nobody
+    stopped it; then ``cancelled`` (the user), ``superseded`` (a newer turn) or
+    ``stopped`` (an operator stopped the tenant)."""
+
+    turn: str
+    actor: str
+    tenant: str
+    conversation: str
+    traceparent: str | None
+    status: str = "live"
+
+
+@dataclass
+class CallRecord:
+    """Everything the model tracks about one call key."""
+
+    key: CallKey
+    tool: str | None = None
+    state: State = State.ABSENT
+    fragments: dict[int, str] = field(default_factory=dict)
+    bytes: int = 0
+    max_position_seen: int = -1
+    out_of_order: bool = False
+    terminal_event_id: str | None = None
+    terminal_reason: str | None = None
+    arguments: Any = None
+    parse: str = "not parsed"
+    validation: str = "not validated"
+    confirmation_requested: bool = False
+    confirmed: bool = False
+    why: str = ""  # why the call is in its terminal state, for verdicts and ledgers
+    ended_by: CallEvent | None = None  # the lifecycle event that made it terminal
+    ended_at: int | None = None  # the delivered step at which that happened
+    validated_catalog: Any = None  # the tool declaration it was validated against
+
+
+# --------------------------------------------------------------------------------------
+# Broadcast rules: one input, many calls
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Broadcast:
+    """When ``event_type`` arrives, every call for which ``selects`` holds receives
+    ``call_event``; ``why`` becomes the reason recorded for calls it stops."""
+
+    event_type: type[Event]
+    call_event: CallEvent
+    selects: Callable[[Any, CallRecord, SystemState], bool]
+    why: str
+
+
+def _same_turn(ev: Any, call: CallRecord, _s: SystemState) -> bool:
+    return bool(call.key.turn == ev.turn)
+
+
+def _same_response(ev: Any, call: CallRecord, _s: SystemState) -> bool:
+    return bool(call.key.turn == ev.turn and call.key.response == ev.response)
+
+
+def _older_turn_same_conversation(ev: Any, call: CallRecord, s: SystemState) -> bool:
+    if ev.turn in s.turns:
+        return False  # a re-delivered turn start supersedes nothing
+    turn = s.turns.get(call.key.turn)
+    return bool(turn is not None and turn.conversation == ev.conversation)
+
+
+BROADCASTS: Final[tuple[Broadcast, ...]] = (
+    Broadcast(CancelTurn, E.CANCEL, _same_turn, "cancelled by the user"),
+    Broadcast(TurnStarted, E.SUPERSEDE, _older_turn_same_conversation, "superseded by a new turn"),
+    Broadcast(Disconnect, E.DISCONNECT, _same_response, "connection lost"),
+    Broadcast(ResponseTerminal, E.RESPONSE_ENDED, _same_response, "response ended before the call's terminal event"),
+    Broadcast(
+        QuarantineResponse,
+        E.QUARANTINE,
+        lambda ev, c, s: bool(c.key.response == ev.response),
+        "response quarantined by an operator",
+    ),
+    Broadcast(DisableTool, E.DISABLE_TOOL, lambda ev, c, s: bool(c.tool == ev.tool), "tool disabled by an operator"),
+    Broadcast(
+        StopTenant, E.STOP_TENANT, lambda ev, c, s: bool(c.key.tenant == ev.tenant), "tenant stopped by an operator"
+    ),
+    Broadcast(ToolChanged, E.CATALOG_CHANGE, lambda ev, c, s: bool(c.tool == ev.tool), "tool changed mid-release"),
+    Broadcast(Restart, E.RESTART, lambda ev, c, s: True, "interrupted by a restart"),
+)
+
+
+# --------------------------------------------------------------------------------------
+# Guards: which lifecycle event an input means, from plain facts
+# --------------------------------------------------------------------------------------
+
+
+def classify_open(turn_live: bool, response_open: bool, quarantined: bool) -> CallEvent:
+    """A call may open only in a live turn, on a response that has not ended and is not
+    quarantined."""
+    return E.OPEN if (turn_live and response_open and not quarantined) else E.OPEN_BLOCKED
+
+
+def classify_fragment(
+    seen_same: bool, seen_different: bool, call_bytes_after: int, turn_bytes_after: int, limits: Limits
+) -> CallEvent:
+    """A repeated position is a delivery condition (same bytes) or a failure (different
+    bytes); a new position is data, unless it would break a byte cap."""
+    if seen_same:
+        return E.FRAGMENT_REPEAT
+    if seen_different:
+        return E.FRAGMENT_CONFLICT
+    if call_bytes_after > limits.call_bytes or turn_bytes_after > limits.turn_bytes:
+        return E.OVER_LIMIT
+    return E.FRAGMENT
+
+
+def classify_terminal(event_id_seen: bool, reason: str) -> CallEvent:
+    """A terminal event id seen before is a replay; otherwise only ``completed`` lets the
+    call become a candidate."""
+    if event_id_seen:
+        return E.TERMINAL_REPEAT
+    return E.TERMINAL_COMPLETED if reason == "completed" else E.TERMINAL_STOPPED
+
+
+def classify_dispatch(
+    needs_confirmation: bool,
+    confirmed: bool,
+    turn_live: bool,
+    quarantined: bool,
+    tool_unchanged: bool,
+    permitted: bool = True,
+) -> CallEvent:
+    """The permission boundary and the dispatcher's re-check at execution time. The actor
+    must be permitted to use the tool; the turn must still be live and current, the
+    response not quarantined, the tool still enabled and declared as it was when the call
+    was validated; a tool that needs confirmation waits for it."""
+    if not (permitted and turn_live and not quarantined and tool_unchanged):
+        return E.DISPATCH_BLOCKED
+    if needs_confirmation and not confirmed:
+        return E.AWAIT_CONFIRMATION
+    return E.DISPATCH
+
+
+# --------------------------------------------------------------------------------------
+# Parsing and validation, as the spec defines them
+# --------------------------------------------------------------------------------------
+
+
+class ParseFailure(ValueError):
+    """The assembled arguments are not one strict JSON object."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ParseFailure(f"non-standard JSON constant {name}")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ParseFailure("duplicate key in object")
+        out[k] = v
+    return out
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def strict_parse(text: str) -> dict[str, Any]:
+    """One strict parse: a single JSON object and nothing else. Trailing data (``}{``),
+    truncation, duplicate keys, NaN/Infinity and lone surrogates are all failures; the
+    parser never repairs."""
+    if _has_lone_surrogate(text):
+        raise ParseFailure("lone surrogate in arguments")
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+    except ParseFailure:
+        raise
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ParseFailure(type(exc).__name__ + ": " + getattr(exc, "msg", "too deep")) from None
+    if not isinstance(value, dict):
+        raise ParseFailure("arguments must be a JSON object")
+    if _has_lone_surrogate(value):
+        raise ParseFailure("lone surrogate in arguments")
+    return value
+
+
+def utf8_len(text: str) -> int:
+    """Bytes a fragment costs against the caps (lone surrogates counted as 3 bytes)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def business_check(spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
+    """The harness's business rules: ``max`` (numeric upper bounds) and ``forbid`` (values
+    a field must not take). Returns the failure, or None when the call passes."""
+    for name, bound in spec.business.get("max", {}).items():
+        value = arguments.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > bound:
+            return f"business rule: {name} over {bound}"
+    for name, values in spec.business.get("forbid", {}).items():
+        if name in arguments and arguments[name] in values:
+            return f"business rule: {name} has a forbidden value"
+    return None
+
+
+def schema_errors(spec: ToolSpec, arguments: Any) -> str | None:
+    """JSON Schema validation with a maintained validator (jsonschema)."""
+    validator_cls = jsonschema.validators.validator_for(spec.schema)
+    error = jsonschema.exceptions.best_match(validator_cls(spec.schema).iter_errors(arguments))
+    if error is None:
+        return None
+    path = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    return f"schema: {error.validator} at {path}"
+
+
+# --------------------------------------------------------------------------------------
+# The system state and the executable semantics of a trace
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class SystemState:
+    """Everything the model knows between two events."""
+
+    tools: dict[str, ToolSpec]
+    limits: Limits
+    turns: dict[str, TurnRecord] = field(default_factory=dict)
+    current: dict[str, str] = field(default_factory=dict)  # conversation -> turn
+    calls: dict[tuple[str, str, str, str], CallRecord] = field(default_factory=dict)
+    turn_bytes: dict[str, int] = field(default_factory=dict)
+    terminal_ids: set[str] = field(default_factory=set)
+    quarantined: set[str] = field(default_factory=set)
+    disabled_tools: set[str] = field(default_factory=set)
+    ended_responses: set[tuple[str, str]] = field(default_factory=set)
+
+    def turn_live(self, turn: str) -> bool:
+        record = self.turns.get(turn)
+        return record is not None and record.status == "live" and self.current.get(record.conversation) == turn
+
+    def tenant_of(self, turn: str) -> str:
+        record = self.turns.get(turn)
+        return record.tenant if record is not None else ""
+
+    def tool_spec(self, name: str | None) -> ToolSpec | None:
+        if name is None or name in self.disabled_tools:
+            return None
+        return self.tools.get(name)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing the model did: a lifecycle event applied to a call, at a delivered step.
+    ``before``/``after`` show the change; ``note`` says what was refused or ignored."""
+
+    step: int
+    key: CallKey
+    event: CallEvent
+    before: State
+    after: State
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Expected:
+    """An effect a correct implementation produces, in the order the model produces it."""
+
+    step: int
+    what: str  # "execute" | "confirm" | "validate"
+    key: CallKey
+    tool: str
+    arguments: Any = None
+
+
+class Semantics:
+    """Runs a trace through the model. Internal steps run eagerly, right after the input
+    that enables them, as a synchronous implementation would; events marked
+    ``during_validation`` are applied while the business validation of the call whose
+    terminal event precedes them is in progress, i.e. between validation and dispatch."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.state = SystemState(tools=dict(trace.tools), limits=trace.limits)
+        self.steps: list[Step] = []
+        self.expected: list[Expected] = []
+        self.step_index = 0
+        self._pending_during: list[tuple[int, Event]] = []
+
+    # -- driving -------------------------------------------------------------------
+
+    def run(self) -> Semantics:
+        delivered = self.trace.delivered()
+        i = 0
+        while i < len(delivered):
+            j = i + 1
+            while j < len(delivered) and getattr(delivered[j], "during_validation", False):
+                j += 1
+            self._pending_during = [(k, delivered[k]) for k in range(i + 1, j)]
+            self.step_index = i
+            self.apply(delivered[i])
+            # whatever no validation consumed arrives right after the event
+            self._apply_pending()
+            i = j
+        return self
+
+    def _apply_pending(self) -> None:
+        """Apply the held during-validation events. Like the harness, the step stays at the
+        most recently started delivery, so what follows is observed after them."""
+        pending, self._pending_during = self._pending_during, []
+        for index, late in pending:
+            self.step_index = index
+            self.apply(late)
+
+    def call(self, ev: CallAddressed) -> CallRecord:
+        ident = (ev.turn, ev.response, ev.item, ev.call)
+        record = self.state.calls.get(ident)
+        if record is None:
+            record = CallRecord(key=ev.key(self.state.tenant_of(ev.turn)))
+            self.state.calls[ident] = record
+        return record
+
+    def fire(self, call: CallRecord, event: CallEvent, why: str = "") -> bool:
+        """Apply one lifecycle event to one call; True when the state changed or the
+        transition is a self-loop of the table (i.e. it was not ignored or rejected)."""
+        before = call.state
+        result = outcome(before, event)
+        if isinstance(result, State):
+            call.state = result
+            if result in TERMINAL_STATES and before not in TERMINAL_STATES:
+                call.why = why or str(event)
+                call.ended_by = event
+                call.ended_at = self.step_index
+            self.steps.append(Step(self.step_index, call.key, event, before, result))
+            return True
+        note = ("rejected: " if isinstance(result, Rejected) else "ignored: ") + result.why
+        self.steps.append(Step(self.step_index, call.key, event, before, before, note))
+        return False
+
+    # -- events --------------------------------------------------------------------
+
+    def apply(self, event: Event) -> None:
+        s = self.state
+        for rule in BROADCASTS:
+            if isinstance(event, rule.event_type):
+                for call in list(s.calls.values()):
+                    if call.state not in TERMINAL_STATES and rule.selects(event, call, s):
+                        self.fire(call, rule.call_event, rule.why)
+        handler = getattr(self, "_on_" + event.kind)
+        handler(event)
+
+    def _on_turn_started(self, ev: TurnStarted) -> None:
+        s = self.state
+        if ev.turn in s.turns:
+            return  # a repeated turn start (replay) changes nothing; the binding is fixed
+        previous = s.current.get(ev.conversation)
+        if previous is not None and s.turns[previous].status == "live":
+            s.turns[previous].status = "superseded"
+        s.turns[ev.turn] = TurnRecord(ev.turn, ev.actor, ev.tenant, ev.conversation, ev.traceparent)
+        s.current[ev.conversation] = ev.turn
+
+    def _on_call_opened(self, ev: CallOpened) -> None:
+        s = self.state
+        if ev.turn not in s.turns:
+            return  # no turn binding: no tenant, no key; the call never exists
+        call = self.call(ev)
+        if call.state is State.ABSENT:
+            call.tool = ev.tool
+        event = classify_open(
+            s.turn_live(ev.turn),
+            (ev.turn, ev.response) not in s.ended_responses,
+            ev.response in s.quarantined,
+        )
+        why = "opened after its turn, response or tenant was stopped"
+        if call.state is not State.ABSENT and ev.tool != call.tool:
+            # the same call id announced with another tool name: id and name are set once
+            self.fire(call, E.FRAGMENT_CONFLICT, "call id re-announced with another tool")
+            return
+        self.fire(call, event, why)
+
+    def _on_fragment(self, ev: Fragment) -> None:
+        s = self.state
+        if ev.turn not in s.turns:
+            return
+        call = self.call(ev)
+        previous = call.fragments.get(ev.position)
+        size = utf8_len(ev.text)
+        event = classify_fragment(
+            previous is not None and previous == ev.text,
+            previous is not None and previous != ev.text,
+            call.bytes + size,
+            s.turn_bytes.get(ev.turn, 0) + size,
+            s.limits,
+        )
+        if ev.position < 0:
+            event = E.FRAGMENT_CONFLICT
+        why = {
+            E.FRAGMENT_CONFLICT: "conflicting fragment at a position already received",
+            E.OVER_LIMIT: "byte limit exceeded",
+            E.FRAGMENT: "fragment after the terminal event" if call.state is not State.COLLECTING else "",
+        }.get(event, "")
+        if call.state is State.ABSENT:
+            why = "fragment for a call that was never opened"
+        accepted = self.fire(call, event, why)
+        if accepted and event is E.FRAGMENT and call.state is State.COLLECTING:
+            if ev.position < call.max_position_seen:
+                call.out_of_order = True
+            call.max_position_seen = max(call.max_position_seen, ev.position)
+            call.fragments[ev.position] = ev.text
+            call.bytes += size
+            s.turn_bytes[ev.turn] = s.turn_bytes.get(ev.turn, 0) + size
+
+    def _on_text_fragment(self, ev: TextFragment) -> None:
+        """Text output never touches argument buffers."""
+
+    def _on_call_terminal(self, ev: CallTerminal) -> None:
+        s = self.state
+        if ev.turn not in s.turns:
+            return
+        call = self.call(ev)
+        event = classify_terminal(ev.event_id in s.terminal_ids, ev.reason)
+        s.terminal_ids.add(ev.event_id)
+        if call.state is State.ABSENT:
+            why = "terminal event for a call that was never opened"
+        else:
+            why = f"stopped: {ev.reason}"
+        changed = self.fire(call, event, why)
+        if changed and event is E.TERMINAL_COMPLETED:
+            call.terminal_event_id = ev.event_id
+            call.terminal_reason = ev.reason
+            self._assemble(call)
+        elif changed and event is E.TERMINAL_STOPPED:
+            call.terminal_reason = ev.reason
+
+    def _on_response_terminal(self, ev: ResponseTerminal) -> None:
+        self.state.ended_responses.add((ev.turn, ev.response))
+
+    def _on_cancel_turn(self, ev: CancelTurn) -> None:
+        turn = self.state.turns.get(ev.turn)
+        if turn is not None and turn.status == "live":
+            turn.status = "cancelled"
+
+    def _on_disconnect(self, ev: Disconnect) -> None:
+        self.state.ended_responses.add((ev.turn, ev.response))
+
+    def _on_replay(self, ev: Event) -> None:  # expanded before delivery
+        raise AssertionError("replay events are expanded by Trace.delivered()")
+
+    def _on_tool_changed(self, ev: ToolChanged) -> None:
+        s = self.state
+        spec = s.tools.pop(ev.tool, None)
+        if ev.change == "rename" and spec is not None and ev.new_name:
+            s.tools[ev.new_name] = spec
+        elif ev.change == "schema" and spec is not None:
+            s.tools[ev.tool] = ToolSpec(schema=dict(ev.schema or {}), confirm=spec.confirm, business=spec.business)
+
+    def _on_confirm(self, ev: Confirm) -> None:
+        s = self.state
+        if ev.turn not in s.turns:
+            return
+        call = self.call(ev)
+        if ev.approved:
+            if self.fire(call, E.CONFIRMED):
+                call.confirmed = True
+                self._dispatch(call)
+        else:
+            self.fire(call, E.DENIED, "denied by the user")
+
+    def _on_quarantine_response(self, ev: QuarantineResponse) -> None:
+        self.state.quarantined.add(ev.response)
+
+    def _on_disable_tool(self, ev: DisableTool) -> None:
+        self.state.disabled_tools.add(ev.tool)
+
+    def _on_stop_tenant(self, ev: StopTenant) -> None:
+        for turn in self.state.turns.values():
+            if turn.tenant == ev.tenant and turn.status == "live":
+                turn.status = "stopped"
+
+    def _on_restart(self, ev: Restart) -> None:
+        """Everything durable stays; unfinished buffers were failed by the broadcast."""
+
+    # -- internal steps ------------------------------------------------------------
+
+    def _assemble(self, call: CallRecord) -> None:
+        positions = sorted(call.fragments)
+        if positions != list(range(len(positions))):
+            call.parse = "missing fragment"
+            self.fire(call, E.PARSE_FAILED, "missing fragment before the terminal event")
+            return
+        text = "".join(call.fragments[p] for p in positions)
+        try:
+            call.arguments = strict_parse(text)
+        except ParseFailure as exc:
+            call.parse = f"malformed: {exc}"
+            self.fire(call, E.PARSE_FAILED, "malformed arguments")
+            return
+        call.parse = "ok"
+        self.fire(call, E.PARSE_OK)
+        self._validate(call)
+
+    def _validate(self, call: CallRecord) -> None:
+        s = self.state
+        spec = s.tool_spec(call.tool)
+        if spec is None:
+            call.validation = "unknown or disabled tool"
+            self.fire(call, E.INVALID, "unknown, removed, renamed or disabled tool")
+            return
+        problem = schema_errors(spec, call.arguments)
+        if problem is not None:
+            call.validation = problem
+            self.fire(call, E.INVALID, "arguments do not match the tool's schema")
+            return
+        # The business validator runs once per final call; whatever arrives while it runs
+        # is applied before its answer is used.
+        self.expected.append(Expected(self.step_index, "validate", call.key, call.tool or ""))
+        self._apply_pending()
+        problem = business_check(spec, call.arguments)
+        call.validated_catalog = spec
+        if call.state is not State.TERMINAL_CANDIDATE:
+            return  # stopped while validating: nothing revives it
+        if problem is not None:
+            call.validation = problem
+            self.fire(call, E.INVALID, "business rule rejected the call")
+            return
+        call.validation = "ok"
+        self.fire(call, E.VALID)
+        self._dispatch(call)
+
+    def _dispatch(self, call: CallRecord) -> None:
+        s = self.state
+        spec = s.tool_spec(call.tool)
+        turn = s.turns.get(call.key.turn)
+        event = classify_dispatch(
+            needs_confirmation=bool(spec and spec.confirm),
+            confirmed=call.confirmed,
+            turn_live=s.turn_live(call.key.turn),
+            quarantined=call.key.response in s.quarantined,
+            tool_unchanged=spec is not None and spec == call.validated_catalog,
+            permitted=spec is not None and turn is not None and spec.permits(turn.actor),
+        )
+        if event is E.AWAIT_CONFIRMATION:
+            if not call.confirmation_requested:
+                call.confirmation_requested = True
+                self.expected.append(Expected(self.step_index, "confirm", call.key, call.tool or ""))
+            self.fire(call, event)
+            return
+        if event is E.DISPATCH_BLOCKED:
+            self.fire(call, event, "refused at execution time: permission, turn, tool or controls")
+            return
+        self.fire(call, event)
+        self.expected.append(Expected(self.step_index, "execute", call.key, call.tool or "", call.arguments))
+
+
+def run_semantics(trace: Trace) -> Semantics:
+    """The model's run of ``trace``."""
+    return Semantics(trace).run()

@@ -1,0 +1,2 @@
+"""Adapters that make an implementation certifiable: the reference implementation and
+third-party client libraries."""

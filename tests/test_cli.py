@@ -1,0 +1,64 @@
+"""The command line: ``callsafe model`` and ``callsafe render``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from callsafe.certify.cli import main
+from callsafe.model.lifecycle import State
+
+
+def test_model_json_has_states_events_transitions_and_graph_statistics() -> None:
+    result = CliRunner().invoke(main, ["model", "--json", "--calls", "1", "--turns", "1", "--fragments", "1"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["states"] == [s.value for s in State]
+    assert set(doc["terminal_states"]) == {"dispatched", "cancelled", "failed"}
+    assert "fragment_repeat" in doc["events"]
+    assert {"from": "validated", "event": "dispatch", "outcome": "transition", "to": "dispatched"} in doc["transitions"]
+    assert len(doc["transitions"]) == len(doc["states"]) * len(doc["events"])
+    graph = doc["graph"]
+    assert graph["states"] > 10 and graph["transitions"] >= graph["states"] - 1
+    assert graph["violations"] == 0
+    assert {i["id"] for i in doc["invariants"]} >= {"INV-TERMINAL", "LIVE-DISPATCH"}
+
+
+def test_model_table_output_and_bad_bounds() -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["model", "--calls", "1", "--turns", "1"])
+    assert result.exit_code == 0, result.output
+    assert "terminal_completed" in result.output and "No reachable state violates" in result.output
+    bad = runner.invoke(main, ["model", "--controls", "cancel,teleport"])
+    assert bad.exit_code == 2 and "unknown controls" in bad.output
+
+
+def test_help_reads_well() -> None:
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0
+    assert "model" in result.output and "render" in result.output
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed (apt-get install graphviz)")
+def test_render_writes_dot_and_svg_with_all_seven_states(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["render", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    dot = (tmp_path / "lifecycle.dot").read_text()
+    svg = (tmp_path / "lifecycle.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    for state in State:
+        assert f"<title>{state.value}</title>" in svg, state
+        assert state.value in dot
+    assert (tmp_path / "system.svg").exists()
+
+
+def test_render_writes_dot_without_graphviz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = CliRunner().invoke(main, ["render", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "lifecycle.dot").exists() and not (tmp_path / "lifecycle.svg").exists()
+    assert "wrote DOT only" in result.output
