@@ -39,6 +39,9 @@ _STATE_FILL = {
 }
 
 
+_TERMINALS = [s for s in State if s in TERMINAL_STATES]  # in table order: deterministic output
+
+
 def has_dot() -> bool:
     """Whether the Graphviz ``dot`` program is installed (needed for SVG/PNG)."""
     return shutil.which("dot") is not None
@@ -62,7 +65,7 @@ def lifecycle_diagram(covered: Iterable[tuple[State, CallEvent]] | None = None) 
         dot.node(state.value, _label(state), shape=shape, fillcolor=_STATE_FILL[state], width="1.25", fixedsize="true")
     with dot.subgraph(name="ends") as ends:
         ends.attr(rank="same")
-        for state in TERMINAL_STATES:
+        for state in _TERMINALS:
             ends.node(state.value)
 
     grouped: dict[tuple[State, State], list[CallEvent]] = defaultdict(list)
@@ -89,7 +92,7 @@ def lifecycle_diagram(covered: Iterable[tuple[State, CallEvent]] | None = None) 
         loops = [e.value for e, r in row.items() if r is source]
         if loops:
             dot.edge(source.value, source.value, label="\n".join(loops), color="#4a6fa5", fontcolor="#4a6fa5")
-    for state in TERMINAL_STATES:
+    for state in _TERMINALS:
         dot.node(f"note_{state.value}", "no way out:\nlate events are\nrejected", shape="note", fontsize="9")
         dot.edge(state.value, f"note_{state.value}", style="invis")
     return dot
