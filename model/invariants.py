@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
+from callsafe.model.lifecycle import TERMINAL_STATES, TRANSITIONS, CallEvent, Ignored, Rejected, State
 from callsafe.model.oracle import STOPPING_EVENTS, Oracle, Verdict, judge
-from callsafe.model.system import CallRecord
+from callsafe.model.system import BROADCASTS, CallRecord
 from callsafe.model.vocabulary import (
     AuditRow,
     BusinessValidated,
@@ -211,14 +211,14 @@ def _turn_facts(ctx: Context) -> tuple[dict[str, TurnStarted], dict[str, int]]:
     """Each turn's binding (first start) and the step at which it stopped being live."""
     starts: dict[str, TurnStarted] = {}
     ended: dict[str, int] = {}
-    current: dict[str, str] = {}
+    current: dict[tuple[str, str], str] = {}
     for i, event in enumerate(ctx.trace.delivered()):
         if isinstance(event, TurnStarted) and event.turn not in starts:
-            previous = current.get(event.conversation)
+            previous = current.get((event.tenant, event.conversation))
             if previous is not None:
                 ended.setdefault(previous, i)
             starts[event.turn] = event
-            current[event.conversation] = event.turn
+            current[(event.tenant, event.conversation)] = event.turn
         elif isinstance(event, CancelTurn) and event.turn in starts:
             ended.setdefault(event.turn, i)
         elif isinstance(event, StopTenant):
@@ -319,10 +319,30 @@ def check_bounded(ctx: Context) -> Iterable[Violation]:
 _IDENTIFIER_FIELDS = ("tenant", "turn", "response", "item", "call")
 
 
+def _vocabulary() -> str:
+    """Every word an honest ledger, audit or status line may hold: state, event, reason,
+    decision and status names and the model's own explanations. An argument value that is
+    one of these (a memo that says "cancelled") cannot be told from the vocabulary, so it is
+    not counted as a leak."""
+    words: list[str] = [s.value for s in State] + [e.value for e in CallEvent]
+    words += ["awaiting_confirmation", "preparing", "done", "retry", "handoff", "completed", "length"]
+    words += ["content_filter", "error", "malformed", "missing fragment", "schema", "business rule", "unknown tool"]
+    words += ["not parsed", "not validated", "permission", "operator", "quarantined", "superseded", "disconnected"]
+    words += [b.why for b in BROADCASTS]
+    for row in TRANSITIONS.values():
+        words += [r.why for r in row.values() if isinstance(r, (Ignored, Rejected))]
+    return "\n".join(words).lower()
+
+
+_VOCABULARY: Final = _vocabulary()
+
+
 def _secret_values(ctx: Context) -> set[str]:
     """String values from every call's arguments that are long enough to be recognisable
-    and are not also identifiers or tool names."""
+    and are neither identifiers, tool names, operator reasons from the trace, nor words of
+    the ledger's own vocabulary."""
     ignore: set[str] = set(ctx.trace.tools)
+    ignore.update(str(getattr(e, "reason", "")) for e in ctx.trace.events)
     out: set[str] = set()
     for record in ctx.oracle.semantics.state.calls.values():
         ignore.update(getattr(record.key, f) for f in _IDENTIFIER_FIELDS)
@@ -337,7 +357,7 @@ def _secret_values(ctx: Context) -> set[str]:
                 stack.extend(value)
             elif isinstance(value, str) and len(value) >= 6:
                 out.add(value)
-    return out - ignore
+    return {v for v in out - ignore if v.lower() not in _VOCABULARY}
 
 
 def _texts(obs: Observation) -> list[str]:

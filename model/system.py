@@ -86,6 +86,7 @@ __all__ = [
 @dataclass
 class TurnRecord:
     """A turn's binding (actor, tenant, conversation) and whether it is still live.
+    Conversations are named within a tenant: another tenant's turn never supersedes.
 
     ``status`` is ``live`` while the turn is the conversation's current turn and nobody
     stopped it; then ``cancelled`` (the user), ``superseded`` (a newer turn) or
@@ -151,7 +152,7 @@ def _older_turn_same_conversation(ev: Any, call: CallRecord, s: SystemState) -> 
     if ev.turn in s.turns:
         return False  # a re-delivered turn start supersedes nothing
     turn = s.turns.get(call.key.turn)
-    return bool(turn is not None and turn.conversation == ev.conversation)
+    return bool(turn is not None and (turn.tenant, turn.conversation) == (ev.tenant, ev.conversation))
 
 
 BROADCASTS: Final[tuple[Broadcast, ...]] = (
@@ -321,7 +322,7 @@ class SystemState:
     tools: dict[str, ToolSpec]
     limits: Limits
     turns: dict[str, TurnRecord] = field(default_factory=dict)
-    current: dict[str, str] = field(default_factory=dict)  # conversation -> turn
+    current: dict[tuple[str, str], str] = field(default_factory=dict)  # (tenant, conversation) -> turn
     calls: dict[tuple[str, str, str, str], CallRecord] = field(default_factory=dict)
     turn_bytes: dict[str, int] = field(default_factory=dict)
     terminal_ids: set[str] = field(default_factory=set)
@@ -331,7 +332,11 @@ class SystemState:
 
     def turn_live(self, turn: str) -> bool:
         record = self.turns.get(turn)
-        return record is not None and record.status == "live" and self.current.get(record.conversation) == turn
+        return (
+            record is not None
+            and record.status == "live"
+            and self.current.get((record.tenant, record.conversation)) == turn
+        )
 
     def tenant_of(self, turn: str) -> str:
         record = self.turns.get(turn)
@@ -447,11 +452,11 @@ class Semantics:
         s = self.state
         if ev.turn in s.turns:
             return  # a repeated turn start (replay) changes nothing; the binding is fixed
-        previous = s.current.get(ev.conversation)
+        previous = s.current.get((ev.tenant, ev.conversation))
         if previous is not None and s.turns[previous].status == "live":
             s.turns[previous].status = "superseded"
         s.turns[ev.turn] = TurnRecord(ev.turn, ev.actor, ev.tenant, ev.conversation, ev.traceparent)
-        s.current[ev.conversation] = ev.turn
+        s.current[(ev.tenant, ev.conversation)] = ev.turn
 
     def _on_call_opened(self, ev: CallOpened) -> None:
         s = self.state
@@ -546,7 +551,9 @@ class Semantics:
         if ev.change == "rename" and spec is not None and ev.new_name:
             s.tools[ev.new_name] = spec
         elif ev.change == "schema" and spec is not None:
-            s.tools[ev.tool] = ToolSpec(schema=dict(ev.schema or {}), confirm=spec.confirm, business=spec.business)
+            s.tools[ev.tool] = ToolSpec(
+                schema=dict(ev.schema or {}), confirm=spec.confirm, business=spec.business, actors=spec.actors
+            )
 
     def _on_confirm(self, ev: Confirm) -> None:
         s = self.state

@@ -281,3 +281,13 @@ def test_model_run_satisfies_every_invariant(trace: Trace) -> None:
 @given(small_traces())
 def test_traces_round_trip_through_json(trace: Trace) -> None:
     assert Trace.loads(trace.dumps()) == trace
+
+
+def test_an_argument_equal_to_a_ledger_word_is_not_a_leak() -> None:
+    # A memo that says "cancelled" cannot be told from the decision word "cancelled".
+    t = base().turn("t1").call("b", "transfer", '{"amount":1,"memo":"cancelled"}').cancel().build()
+    obs = ideal(t)
+    assert any(isinstance(o, LedgerRow) and o.decision == "cancelled" for o in obs)
+    assert violations(t, obs) == {}
+    t2 = base().turn("t1").call("b", "transfer", '{"amount":1,"memo":"cancelled-4111"}').cancel().build()
+    assert_caught(t2, [*ideal(t2), LogLine(3, "memo was cancelled-4111")], "INV-LEDGER")

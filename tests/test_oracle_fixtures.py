@@ -393,3 +393,24 @@ def test_replayed_turn_start_does_not_supersede_the_newer_turn() -> None:
     b = builder().turn("t1").turn("t2").open("a", "pay").fragment("a", '{"amount":1}')
     b.replay(0, 1).terminal("a")
     must(b.build(), "t2/a", {"amount": 1})
+
+
+def test_another_tenants_turn_does_not_supersede() -> None:
+    # Supersession is "a new user turn" in the same conversation; conversations are named
+    # within a tenant.
+    b = builder().turn("t1", tenant="acme").open("a", "pay").fragment("a", '{"amount":1}')
+    b.turn("g1", tenant="globex", actor="u9")
+    b.at("a", turn="t1", response="r-t1").terminal("a")
+    must(b.build(), "t1/a", {"amount": 1})
+
+
+def test_schema_change_keeps_the_permission_list() -> None:
+    t = (
+        TraceBuilder()
+        .tool("reset", {"type": "object"}, actors=("root",))
+        .turn("t1", actor="u1")
+        .change_schema("reset", {"type": "object", "properties": {}})
+        .call("x", "reset", "{}")
+        .build()
+    )
+    must_not(t, "t1/x", "permission")
