@@ -1,0 +1,134 @@
+"""The argument buffer of one call: positions, bytes, syntax state; never handed out live.
+
+Why a class of its own: the spec asks that a buffer have "a byte limit, syntax state,
+received-event sequence, and terminal status" and that it never be exposed as a live
+object to an executor. This class holds the first three (the lifecycle state lives in the
+core, which owns the table); nothing outside :mod:`callsafe.reference_impl.core` ever
+sees it, and what leaves it is a new string (:meth:`ArgumentBuffer.assemble`).
+
+Ordering (a choice the spec leaves open: "reject or reassemble by its documented
+position"): we **reassemble by position**. A fragment at the next expected position is
+appended; one further ahead waits in ``pending`` until the gap closes; the terminal event
+needs exactly positions ``0..n-1`` (a gap fails the call, as in the model).
+
+Repeats: the same position with identical text is a delivery condition; with different
+text it is a conflict. To tell them apart after the buffer gave up its bytes (doomed, see
+below, or sealed: parsed and waiting for a confirmation) each position keeps a 16-byte
+BLAKE2b digest instead of its text.
+
+Doomed buffers: once the :class:`~callsafe.reference_impl.scanner.SyntaxScanner` proves
+that the text can never be one JSON object, the buffer drops its bytes and keeps only
+digests. The call itself stays *collecting*: the model's lifecycle fails such a call at
+its terminal event (or whatever stops it first), and byte caps keep counting its
+fragments; failing it earlier would change which *other* calls hit the per-turn cap.
+
+Scanning is batched: text is scanned once at least ``scan_every`` unscanned bytes have
+accumulated (0: every fragment), so a small, ordinary call pays no scanning at all before
+its single strict parse, while a long garbage stream is caught within ``scan_every``
+bytes. Each byte is scanned at most once, by ``re`` in C.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from callsafe.reference_impl.scanner import SyntaxScanner
+
+__all__ = ["DEFAULT_SCAN_EVERY", "ArgumentBuffer"]
+
+DEFAULT_SCAN_EVERY = 512
+_NOT_SEEN = (False, False)
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+class ArgumentBuffer:
+    """Argument text of one call, by protocol position."""
+
+    __slots__ = ("_digests", "_parts", "_pending", "_scan_every", "_scanned", "_scanner", "_unscanned", "doomed")
+
+    def __init__(self, scan_every: int = DEFAULT_SCAN_EVERY) -> None:
+        self._parts: list[str] = []  # positions 0..len-1, text (or digest once doomed)
+        self._pending: dict[int, str] = {}  # positions beyond a gap
+        self._scanner = SyntaxScanner()
+        self._scanned = 0  # parts [0, _scanned) have been fed to the scanner
+        self._unscanned = 0  # characters in parts [_scanned, len)
+        self._scan_every = scan_every
+        self.doomed: str | None = None  # why the text can never parse
+        self._digests = False  # positions hold digests, not text (doomed or sealed)
+
+    @property
+    def count(self) -> int:
+        """Distinct positions received."""
+        return len(self._parts) + len(self._pending)
+
+    @property
+    def complete(self) -> bool:
+        """Positions are exactly ``0..n-1`` (no gap)."""
+        return not self._pending
+
+    def seen(self, position: int, text: str) -> tuple[bool, bool]:
+        """``(seen_same, seen_different)`` for a fragment at ``position``: the two facts
+        :func:`callsafe.model.system.classify_fragment` needs."""
+        parts = self._parts
+        if position >= len(parts) and not self._pending:
+            return _NOT_SEEN  # the common case: the next position, in order
+        previous = parts[position] if 0 <= position < len(parts) else self._pending.get(position)
+        if previous is None:
+            return _NOT_SEEN
+        same = previous == (_digest(text) if self._digests else text)
+        return same, not same
+
+    def add(self, position: int, text: str) -> None:
+        """Store a new position (the caller checked that it is new and within the caps)."""
+        if self._digests:
+            text = _digest(text)
+        parts = self._parts
+        if position == len(parts):
+            parts.append(text)
+            self._unscanned += len(text)
+            if self._pending:
+                pending = self._pending
+                while len(parts) in pending:
+                    moved = pending.pop(len(parts))
+                    parts.append(moved)
+                    self._unscanned += len(moved)
+        else:
+            self._pending[position] = text
+        if not self._digests and self._unscanned >= self._scan_every:
+            self._scan()
+
+    def _scan(self) -> None:
+        parts = self._parts
+        chunk = "".join(parts[self._scanned :])
+        self._scanned = len(parts)
+        self._unscanned = 0
+        error = self._scanner.feed(chunk)
+        if error is not None:
+            self.doomed = error
+            self._to_digests()
+
+    def seal(self) -> None:
+        """The text was parsed and the call waits (for a confirmation): give up the bytes,
+        keep what tells a repeated fragment from a conflicting one."""
+        if not self._digests:
+            self._to_digests()
+
+    def _to_digests(self) -> None:
+        self._digests = True
+        self._parts = [_digest(p) for p in self._parts]
+        self._pending = {k: _digest(v) for k, v in self._pending.items()}
+
+    def assemble(self) -> str | None:
+        """The whole argument text as a new string, or None when it is doomed. Only for
+        the one strict parse at the terminal event."""
+        if self._digests:
+            return None
+        return "".join(self._parts)
+
+    def drop(self) -> None:
+        """Give up every byte: the call left active assembly."""
+        self._parts = []
+        self._pending = {}

@@ -1,0 +1,280 @@
+"""What the sans-IO core asks the world to do: effects, and the durable facts among them.
+
+Why effects: the core (:mod:`callsafe.reference_impl.core`) decides; it never performs
+I/O. Everything that touches the world is a small frozen value returned from
+``receive``, performed in order by a driver (:mod:`callsafe.reference_impl.driver`):
+
+* :class:`Fact` subclasses are **durable**: the driver writes a run of consecutive facts
+  to the store in one transaction before it performs the next outward effect, so nothing
+  observable happens before the decision behind it is durable.
+* :class:`ValidateBusiness` and :class:`Claim` are **questions**: the driver answers them
+  through :meth:`Core.business_result` and :meth:`Core.claim_result`. The business
+  validator may deliver other events while it runs (a cancel, an operator stop), which is
+  why the answer comes back as a separate call and the core re-checks the call's state.
+* the rest are outward: run a tool, ask for confirmation, show a status, report a ledger
+  or audit row, log a line.
+
+Effects are frozen (one exception on the per-fragment path, :class:`RecordProgress`).
+No effect other than :class:`ValidateBusiness`, :class:`RequestConfirmation` and
+:class:`Dispatch` carries argument values, and each of those carries an object no one
+else holds: a copy, or (for :class:`Dispatch`) the parsed value the core lets go of.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from callsafe.model.lifecycle import State
+from callsafe.model.vocabulary import CallKey
+
+__all__ = [
+    "Audit",
+    "BindTurn",
+    "Claim",
+    "Dispatch",
+    "Effect",
+    "EndResponse",
+    "Fact",
+    "Ledger",
+    "LedgerEntry",
+    "Log",
+    "OpenCall",
+    "RecordAudit",
+    "RecordDecision",
+    "RecordDisabledTool",
+    "RecordDisplay",
+    "RecordLedger",
+    "RecordProgress",
+    "RecordQuarantine",
+    "RecordTenantStop",
+    "RecordTerminalId",
+    "RequestConfirmation",
+    "SetTurnStatus",
+    "Status",
+    "ValidateBusiness",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """One assembly decision, as the ledger keeps it: never argument values. ``decision``
+    is ``dispatched``, ``cancelled``, ``failed`` or ``awaiting_confirmation``."""
+
+    key: CallKey
+    fragments: int
+    terminal_reason: str | None
+    parse: str
+    validation: str
+    decision: str
+    traceparent: str | None
+
+
+class Effect:
+    """Base of everything the core returns."""
+
+    __slots__ = ()
+
+
+class Fact(Effect):
+    """A durable change; consecutive facts are written in one store transaction."""
+
+    __slots__ = ()
+
+
+# -- questions --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ValidateBusiness(Effect):
+    """Run the application's business validator once for this final call; answer with
+    ``core.business_result(key, problem_or_none)``."""
+
+    key: CallKey
+    tool: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim(Effect):
+    """The dispatcher's re-check passed in memory: claim the call in the store, atomically
+    (exactly one claimer, across replicas and restarts), recording ``entry`` with it;
+    answer with ``core.claim_result(key, result)``."""
+
+    key: CallKey
+    tool: str
+    entry: LedgerEntry
+
+
+# -- outward ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch(Effect):
+    """Run the tool (the claim is already durable)."""
+
+    key: CallKey
+    actor: str
+    tool: str
+    arguments: dict[str, Any]
+    traceparent: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestConfirmation(Effect):
+    """Ask the user to confirm this validated call."""
+
+    key: CallKey
+    tool: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Status(Effect):
+    """Show the user a status for a turn: preparing, awaiting_confirmation, done, retry,
+    handoff."""
+
+    turn: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger(Effect):
+    """Report a ledger row (already durable through :class:`RecordDecision`,
+    :class:`RecordLedger` or the claim)."""
+
+    entry: LedgerEntry
+
+
+@dataclass(frozen=True, slots=True)
+class Audit(Effect):
+    """Report an operator control (already durable through :class:`RecordAudit`)."""
+
+    action: str
+    reason: str
+    keys: tuple[CallKey, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Log(Effect):
+    """A diagnostic line: identifiers and fixed wording only, never argument text."""
+
+    text: str
+
+
+# -- durable facts ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BindTurn(Fact):
+    """A new turn: its binding, and it becomes its conversation's current turn."""
+
+    turn: str
+    actor: str
+    tenant: str
+    conversation: str
+    traceparent: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SetTurnStatus(Fact):
+    """A live turn stopped being live: ``cancelled``, ``superseded`` or ``stopped``."""
+
+    turn: str
+    status: str
+
+
+@dataclass(slots=True)
+class RecordProgress(Fact):
+    """A fragment was accepted: the turn's byte total (the per-turn cap survives a
+    restart) and the call's fragment count and bytes (for the ledger after a restart).
+
+    The one effect made per fragment, so not ``frozen``: a frozen dataclass pays an
+    ``object.__setattr__`` per field (about 4x the cost of this one). Never mutated."""
+
+    turn: str
+    turn_bytes: int
+    key: CallKey
+    fragments: int
+    call_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecordDisplay(Fact):
+    """What the turn's status shows, and whether a call of it stopped or ran; kept so
+    that the visible status stays truthful across a restart."""
+
+    turn: str
+    shown: str
+    stopped: bool
+    executed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCall(Fact):
+    """A call is collecting: after a restart it fails, never becomes a candidate."""
+
+    key: CallKey
+    tool: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordDecision(Fact):
+    """A call reached a terminal state other than by the dispatch claim; the ledger row
+    is written in the same transaction. The first terminal decision for a key wins."""
+
+    key: CallKey
+    tool: str | None
+    state: State
+    why: str
+    entry: LedgerEntry
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLedger(Fact):
+    """A ledger row for a decision that is not terminal (awaiting confirmation)."""
+
+    entry: LedgerEntry
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordTerminalId(Fact):
+    """A terminal event id was delivered: a replay of it can never dispatch again."""
+
+    event_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class EndResponse(Fact):
+    """The response ended or its connection dropped: no call may open on it."""
+
+    turn: str
+    response: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordQuarantine(Fact):
+    response: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordDisabledTool(Fact):
+    tool: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordTenantStop(Fact):
+    tenant: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordAudit(Fact):
+    """An operator control, its reason and the call keys it stopped."""
+
+    action: str
+    reason: str
+    keys: tuple[CallKey, ...]

@@ -1,0 +1,162 @@
+"""The in-process store: for tests, and for replicas that share one process.
+
+Why it is "durable" at all: a target's ``restart()`` drops the core (all memory of the
+implementation) but keeps this object, the way a disk outlives a process. It follows the
+same contract as the SQL stores (:mod:`callsafe.reference_impl.store`); a lock makes
+:meth:`MemoryStore.apply` a transaction and :meth:`MemoryStore.claim` atomic when several
+cores (replicas) on threads share it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+
+from callsafe.model.lifecycle import TERMINAL_STATES, State
+from callsafe.model.vocabulary import CallKey
+from callsafe.reference_impl.effects import (
+    BindTurn,
+    EndResponse,
+    Fact,
+    LedgerEntry,
+    OpenCall,
+    RecordAudit,
+    RecordDecision,
+    RecordDisabledTool,
+    RecordDisplay,
+    RecordLedger,
+    RecordProgress,
+    RecordQuarantine,
+    RecordTenantStop,
+    RecordTerminalId,
+    SetTurnStatus,
+)
+from callsafe.reference_impl.errors import StoreError
+from callsafe.reference_impl.store import CallRow, ClaimResult, Snapshot, TurnRow, ident_of
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """Dictionaries behind a lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._turns: dict[str, TurnRow] = {}
+        self._current: dict[tuple[str, str], str] = {}  # (tenant, conversation) -> turn
+        self._calls: dict[tuple[str, str, str, str], CallRow] = {}
+        self._terminal_ids: set[str] = set()
+        self._ended: set[tuple[str, str]] = set()
+        self._quarantined: dict[str, str] = {}
+        self._disabled: dict[str, str] = {}
+        self._tenant_stops: list[tuple[str, str, float]] = []
+        self._ledger: list[tuple[LedgerEntry, str, float]] = []
+        self._audit: list[tuple[str, str, tuple[CallKey, ...], float]] = []
+
+    # -- Store -------------------------------------------------------------------
+
+    def load(self) -> Snapshot:
+        with self._lock:
+            return Snapshot(
+                turns={t: replace(row) for t, row in self._turns.items()},
+                current=dict(self._current),
+                calls={i: replace(row) for i, row in self._calls.items()},
+                terminal_ids=set(self._terminal_ids),
+                ended_responses=set(self._ended),
+                quarantined=set(self._quarantined),
+                disabled_tools=set(self._disabled),
+            )
+
+    def apply(self, facts: Sequence[Fact], at: float) -> None:
+        with self._lock:
+            for fact in facts:
+                if type(fact) is RecordProgress:  # once per fragment: keep it short
+                    turn = self._turns.get(fact.turn)
+                    if turn is not None:
+                        turn.bytes = fact.turn_bytes
+                    key = fact.key
+                    call = self._calls.get((key.turn, key.response, key.item, key.call))
+                    if call is not None:
+                        call.fragments, call.bytes = fact.fragments, fact.call_bytes
+                else:
+                    self._apply_one(fact, at)
+
+    def _apply_one(self, fact: Fact, at: float) -> None:
+        if isinstance(fact, BindTurn):
+            if fact.turn not in self._turns:
+                self._turns[fact.turn] = TurnRow(
+                    fact.turn, fact.actor, fact.tenant, fact.conversation, fact.traceparent
+                )
+                self._current[(fact.tenant, fact.conversation)] = fact.turn
+        elif isinstance(fact, SetTurnStatus):
+            turn = self._turns.get(fact.turn)
+            if turn is not None and turn.status == "live":
+                turn.status = fact.status
+        elif isinstance(fact, RecordDisplay):
+            turn = self._turns.get(fact.turn)
+            if turn is not None:
+                turn.shown, turn.stopped, turn.executed = fact.shown, fact.stopped, fact.executed
+        elif isinstance(fact, OpenCall):
+            self._calls.setdefault(ident_of(fact.key), CallRow(fact.key, fact.tool, State.COLLECTING))
+        elif isinstance(fact, RecordDecision):
+            ident = ident_of(fact.key)
+            row = self._calls.get(ident)
+            if row is None:
+                self._calls[ident] = CallRow(fact.key, fact.tool, fact.state, fact.entry.fragments)
+            elif row.state not in TERMINAL_STATES:
+                row.state = fact.state
+            self._ledger.append((fact.entry, fact.why, at))
+        elif isinstance(fact, RecordLedger):
+            self._ledger.append((fact.entry, fact.why, at))
+        elif isinstance(fact, RecordTerminalId):
+            self._terminal_ids.add(fact.event_id)
+        elif isinstance(fact, EndResponse):
+            self._ended.add((fact.turn, fact.response))
+        elif isinstance(fact, RecordQuarantine):
+            self._quarantined.setdefault(fact.response, fact.reason)
+        elif isinstance(fact, RecordDisabledTool):
+            self._disabled.setdefault(fact.tool, fact.reason)
+        elif isinstance(fact, RecordTenantStop):
+            self._tenant_stops.append((fact.tenant, fact.reason, at))
+        elif isinstance(fact, RecordAudit):
+            self._audit.append((fact.action, fact.reason, fact.keys, at))
+        else:  # pragma: no cover - every fact type is handled above
+            raise StoreError(f"unknown fact {type(fact).__name__}")
+
+    def claim(self, key: CallKey, tool: str, entry: LedgerEntry, at: float) -> ClaimResult:
+        with self._lock:
+            row = self._calls.get(ident_of(key))
+            if row is None:
+                return ClaimResult.BLOCKED
+            if row.state is State.DISPATCHED:
+                return ClaimResult.TAKEN
+            turn = self._turns.get(key.turn)
+            if (
+                row.state in TERMINAL_STATES
+                or turn is None
+                or turn.status != "live"
+                or self._current.get((turn.tenant, turn.conversation)) != key.turn
+                or key.response in self._quarantined
+                or tool in self._disabled
+            ):
+                return ClaimResult.BLOCKED
+            row.state = State.DISPATCHED
+            self._ledger.append((entry, "dispatched", at))
+            return ClaimResult.CLAIMED
+
+    def ledger(self) -> list[tuple[LedgerEntry, str]]:
+        with self._lock:
+            return [(entry, why) for entry, why, _ in self._ledger]
+
+    def audit(self) -> list[tuple[str, str, tuple[CallKey, ...]]]:
+        with self._lock:
+            return [(action, reason, keys) for action, reason, keys, _ in self._audit]
+
+    def tenant_stops(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(tenant, reason) for tenant, reason, _ in self._tenant_stops]
+
+    def close(self) -> None:
+        """Nothing to release: the object plays the disk that outlives a process (and may
+        be shared by several replicas)."""

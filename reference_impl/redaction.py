@@ -1,0 +1,62 @@
+"""Keeping argument values where they belong: copies for the few who need them, nothing
+for logs.
+
+Why: the spec wants the ledger to tell a malformed stream from a permission rejection
+"without retaining sensitive argument values in broad logs", and it wants a buffer never
+exposed as a live object. So whoever gets arguments (the business validator, the
+confirmation prompt) gets a copy, and validation messages are reduced to names the tool
+author declared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+__all__ = ["copy_json", "declared_names", "redact_schema_problem"]
+
+_J = TypeVar("_J")
+
+
+def copy_json(value: _J) -> _J:
+    """A deep copy of a JSON value (dicts, lists, scalars): cheaper than ``copy.deepcopy``
+    and enough for what :func:`json.loads` produces."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]  # type: ignore[return-value]
+    return value
+
+
+def declared_names(schema: Any) -> set[str]:
+    """Every property name a JSON Schema declares (``properties`` keys, ``required``
+    entries), at any depth."""
+    names: set[str] = set()
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            props = node.get("properties")
+            if isinstance(props, Mapping):
+                names.update(str(k) for k in props)
+            required = node.get("required")
+            if isinstance(required, list):
+                names.update(str(r) for r in required)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return names
+
+
+def redact_schema_problem(problem: str, schema: Mapping[str, Any]) -> str:
+    """The model's ``schema: <keyword> at <path>`` message, with the path kept only when
+    it is made of declared property names and array indices: an instance path can hold
+    keys that came from the arguments themselves (``additionalProperties``), and those
+    must not reach the ledger."""
+    head, sep, path = problem.partition(" at ")
+    if not sep or path == "(root)":
+        return problem
+    allowed = declared_names(schema)
+    if all(part.isdigit() or part in allowed for part in path.split("/")):
+        return problem
+    return f"{head} at (path withheld)"

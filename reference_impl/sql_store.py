@@ -1,0 +1,295 @@
+"""What the SQLite and PostgreSQL stores share: the tables' columns, every statement, the
+dispatch claim and reading a snapshot back.
+
+Why shared: the two backends must keep the same contract
+(:mod:`callsafe.reference_impl.store`), so they run the same statements; each backend
+only supplies its connection, its transaction, its placeholder style and its DDL for
+identity columns. The statements use SQL that both speak (``INSERT .. ON CONFLICT``,
+``EXISTS``; SQLite >= 3.24).
+
+The claim is **one** ``UPDATE`` whose ``WHERE`` holds every execution-time condition the
+store can see: the call is not terminal, its turn is live and its conversation's current
+turn, its response is not quarantined, its tool is not disabled. The database applies it
+atomically to the one row, so exactly one claimer ever sees ``rowcount == 1``: SQLite
+serialises writers; PostgreSQL makes a concurrent ``UPDATE`` of the same row wait for the
+first to commit and then re-evaluates the ``WHERE`` on the new row version, which is
+no longer ``collecting``. The ledger row is written in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Final
+
+from callsafe.model.lifecycle import State
+from callsafe.model.vocabulary import CallKey
+from callsafe.reference_impl.effects import (
+    BindTurn,
+    EndResponse,
+    Fact,
+    LedgerEntry,
+    OpenCall,
+    RecordAudit,
+    RecordDecision,
+    RecordDisabledTool,
+    RecordDisplay,
+    RecordLedger,
+    RecordProgress,
+    RecordQuarantine,
+    RecordTenantStop,
+    RecordTerminalId,
+    SetTurnStatus,
+)
+from callsafe.reference_impl.errors import StoreError
+from callsafe.reference_impl.store import CallRow, ClaimResult, Snapshot, TurnRow
+
+__all__ = ["SqlStore"]
+
+_TERMINAL_SQL: Final = "('dispatched', 'cancelled', 'failed')"
+_KEY_WHERE: Final = "turn_id = ? AND response_id = ? AND item_id = ? AND call_id = ?"
+
+# Table bodies; ``{id}`` is the backend's auto-increment primary key column.
+TABLES: Final = (
+    """CREATE TABLE IF NOT EXISTS turns (
+        turn_id TEXT PRIMARY KEY, actor TEXT NOT NULL, tenant TEXT NOT NULL, conversation TEXT NOT NULL,
+        traceparent TEXT, status TEXT NOT NULL, bytes BIGINT NOT NULL DEFAULT 0,
+        shown TEXT NOT NULL DEFAULT '', stopped INTEGER NOT NULL DEFAULT 0, executed INTEGER NOT NULL DEFAULT 0)""",
+    """CREATE TABLE IF NOT EXISTS current_turns (
+        tenant TEXT NOT NULL, conversation TEXT NOT NULL, turn_id TEXT NOT NULL, PRIMARY KEY (tenant, conversation))""",
+    """CREATE TABLE IF NOT EXISTS calls (
+        turn_id TEXT NOT NULL, response_id TEXT NOT NULL, item_id TEXT NOT NULL, call_id TEXT NOT NULL,
+        tenant TEXT NOT NULL, tool TEXT, state TEXT NOT NULL, fragments INTEGER NOT NULL DEFAULT 0,
+        bytes BIGINT NOT NULL DEFAULT 0, why TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (turn_id, response_id, item_id, call_id))""",
+    """CREATE TABLE IF NOT EXISTS terminal_ids (event_id TEXT PRIMARY KEY)""",
+    """CREATE TABLE IF NOT EXISTS ended_responses (
+        turn_id TEXT NOT NULL, response_id TEXT NOT NULL, PRIMARY KEY (turn_id, response_id))""",
+    """CREATE TABLE IF NOT EXISTS quarantined (
+        response_id TEXT PRIMARY KEY, reason TEXT NOT NULL, at DOUBLE PRECISION)""",
+    """CREATE TABLE IF NOT EXISTS disabled_tools (tool TEXT PRIMARY KEY, reason TEXT NOT NULL, at DOUBLE PRECISION)""",
+    """CREATE TABLE IF NOT EXISTS tenant_stops (
+        {id}, tenant TEXT NOT NULL, reason TEXT NOT NULL, at DOUBLE PRECISION)""",
+    """CREATE TABLE IF NOT EXISTS ledger (
+        {id}, tenant TEXT NOT NULL, turn_id TEXT NOT NULL, response_id TEXT NOT NULL, item_id TEXT NOT NULL,
+        call_id TEXT NOT NULL, fragments INTEGER NOT NULL, terminal_reason TEXT, parse TEXT NOT NULL,
+        validation TEXT NOT NULL, decision TEXT NOT NULL, traceparent TEXT, reason TEXT NOT NULL,
+        at DOUBLE PRECISION)""",
+    """CREATE TABLE IF NOT EXISTS audit ({id}, action TEXT NOT NULL, reason TEXT NOT NULL, keys TEXT NOT NULL,
+        at DOUBLE PRECISION)""",
+)
+
+_INSERT_TURN: Final = (
+    "INSERT INTO turns (turn_id, actor, tenant, conversation, traceparent, status) "
+    "VALUES (?, ?, ?, ?, ?, 'live') ON CONFLICT DO NOTHING"
+)
+_SET_CURRENT: Final = (
+    "INSERT INTO current_turns (tenant, conversation, turn_id) VALUES (?, ?, ?) "
+    "ON CONFLICT (tenant, conversation) DO UPDATE SET turn_id = excluded.turn_id"
+)
+_SET_STATUS: Final = "UPDATE turns SET status = ? WHERE turn_id = ? AND status = 'live'"
+_TURN_BYTES: Final = "UPDATE turns SET bytes = CASE WHEN bytes > ? THEN bytes ELSE ? END WHERE turn_id = ?"
+_CALL_PROGRESS: Final = f"UPDATE calls SET fragments = ?, bytes = ? WHERE {_KEY_WHERE}"
+_DISPLAY: Final = "UPDATE turns SET shown = ?, stopped = ?, executed = ? WHERE turn_id = ?"
+_OPEN_CALL: Final = (
+    "INSERT INTO calls (turn_id, response_id, item_id, call_id, tenant, tool, state) "
+    "VALUES (?, ?, ?, ?, ?, ?, 'collecting') ON CONFLICT DO NOTHING"
+)
+_DECIDE: Final = (
+    "INSERT INTO calls (turn_id, response_id, item_id, call_id, tenant, tool, state, fragments, why) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (turn_id, response_id, item_id, call_id) DO UPDATE SET state = excluded.state, why = excluded.why "
+    f"WHERE calls.state NOT IN {_TERMINAL_SQL}"
+)
+_LEDGER: Final = (
+    "INSERT INTO ledger (tenant, turn_id, response_id, item_id, call_id, fragments, terminal_reason, parse, "
+    "validation, decision, traceparent, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_TERMINAL_ID: Final = "INSERT INTO terminal_ids (event_id) VALUES (?) ON CONFLICT DO NOTHING"
+_END_RESPONSE: Final = "INSERT INTO ended_responses (turn_id, response_id) VALUES (?, ?) ON CONFLICT DO NOTHING"
+_QUARANTINE: Final = "INSERT INTO quarantined (response_id, reason, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+_DISABLE: Final = "INSERT INTO disabled_tools (tool, reason, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+_TENANT_STOP: Final = "INSERT INTO tenant_stops (tenant, reason, at) VALUES (?, ?, ?)"
+_AUDIT: Final = "INSERT INTO audit (action, reason, keys, at) VALUES (?, ?, ?, ?)"
+
+CLAIM: Final = (
+    "UPDATE calls SET state = 'dispatched', why = 'dispatched' "
+    f"WHERE {_KEY_WHERE} AND state NOT IN {_TERMINAL_SQL} "
+    "AND EXISTS (SELECT 1 FROM turns t JOIN current_turns c "
+    "ON c.tenant = t.tenant AND c.conversation = t.conversation AND c.turn_id = t.turn_id "
+    "WHERE t.turn_id = calls.turn_id AND t.status = 'live') "
+    "AND NOT EXISTS (SELECT 1 FROM quarantined q WHERE q.response_id = calls.response_id) "
+    "AND NOT EXISTS (SELECT 1 FROM disabled_tools d WHERE d.tool = ?)"
+)
+_CALL_STATE: Final = f"SELECT state FROM calls WHERE {_KEY_WHERE}"
+
+
+def _key(key: CallKey) -> tuple[str, str, str, str]:
+    return (key.turn, key.response, key.item, key.call)
+
+
+def _ledger_params(entry: LedgerEntry, why: str, at: float) -> tuple[Any, ...]:
+    k = entry.key
+    return (
+        k.tenant,
+        k.turn,
+        k.response,
+        k.item,
+        k.call,
+        entry.fragments,
+        entry.terminal_reason,
+        entry.parse,
+        entry.validation,
+        entry.decision,
+        entry.traceparent,
+        why,
+        at,
+    )
+
+
+class SqlStore(ABC):
+    """The store contract over a DB-API connection; subclasses supply the connection."""
+
+    @abstractmethod
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement in the current transaction; its rowcount."""
+
+    @abstractmethod
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one query; all its rows."""
+
+    @abstractmethod
+    def _transaction(self, facts: Sequence[Fact] | None = None) -> AbstractContextManager[None]:
+        """One transaction (committed on success, rolled back on error) writing ``facts``;
+        None for the dispatch claim."""
+
+    # -- writing -----------------------------------------------------------------
+
+    def apply(self, facts: Sequence[Fact], at: float) -> None:
+        with self._transaction(facts):
+            for fact in facts:
+                self._apply_one(fact, at)
+
+    def _apply_one(self, fact: Fact, at: float) -> None:
+        ex = self._execute
+        if isinstance(fact, RecordProgress):
+            ex(_TURN_BYTES, (fact.turn_bytes, fact.turn_bytes, fact.turn))
+            ex(_CALL_PROGRESS, (fact.fragments, fact.call_bytes, *_key(fact.key)))
+        elif isinstance(fact, BindTurn):
+            if ex(_INSERT_TURN, (fact.turn, fact.actor, fact.tenant, fact.conversation, fact.traceparent)):
+                ex(_SET_CURRENT, (fact.tenant, fact.conversation, fact.turn))
+        elif isinstance(fact, SetTurnStatus):
+            ex(_SET_STATUS, (fact.status, fact.turn))
+        elif isinstance(fact, RecordDisplay):
+            ex(_DISPLAY, (fact.shown, int(fact.stopped), int(fact.executed), fact.turn))
+        elif isinstance(fact, OpenCall):
+            ex(_OPEN_CALL, (*_key(fact.key), fact.key.tenant, fact.tool))
+        elif isinstance(fact, RecordDecision):
+            params = (*_key(fact.key), fact.key.tenant, fact.tool, fact.state.value, fact.entry.fragments, fact.why)
+            ex(_DECIDE, params)
+            ex(_LEDGER, _ledger_params(fact.entry, fact.why, at))
+        elif isinstance(fact, RecordLedger):
+            ex(_LEDGER, _ledger_params(fact.entry, fact.why, at))
+        elif isinstance(fact, RecordTerminalId):
+            ex(_TERMINAL_ID, (fact.event_id,))
+        elif isinstance(fact, EndResponse):
+            ex(_END_RESPONSE, (fact.turn, fact.response))
+        elif isinstance(fact, RecordQuarantine):
+            ex(_QUARANTINE, (fact.response, fact.reason, at))
+        elif isinstance(fact, RecordDisabledTool):
+            ex(_DISABLE, (fact.tool, fact.reason, at))
+        elif isinstance(fact, RecordTenantStop):
+            ex(_TENANT_STOP, (fact.tenant, fact.reason, at))
+        elif isinstance(fact, RecordAudit):
+            keys = json.dumps([k.to_json() for k in fact.keys])
+            ex(_AUDIT, (fact.action, fact.reason, keys, at))
+        else:  # pragma: no cover - every fact type is handled above
+            raise StoreError(f"unknown fact {type(fact).__name__}")
+
+    def claim(self, key: CallKey, tool: str, entry: LedgerEntry, at: float) -> ClaimResult:
+        with self._transaction():
+            if self._execute(CLAIM, (*_key(key), tool)) == 1:
+                self._execute(_LEDGER, _ledger_params(entry, "dispatched", at))
+                return ClaimResult.CLAIMED
+            rows = self._query(_CALL_STATE, _key(key))
+        if rows and rows[0][0] == State.DISPATCHED.value:
+            return ClaimResult.TAKEN
+        return ClaimResult.BLOCKED
+
+    # -- reading -----------------------------------------------------------------
+
+    def load(self) -> Snapshot:
+        snap = Snapshot()
+        q = self._query
+        for turn, actor, tenant, conversation, traceparent, status, nbytes, shown, stopped, executed in q(
+            "SELECT turn_id, actor, tenant, conversation, traceparent, status, bytes, shown, stopped, executed "
+            "FROM turns"
+        ):
+            snap.turns[turn] = TurnRow(
+                turn,
+                actor,
+                tenant,
+                conversation,
+                traceparent,
+                status,
+                int(nbytes),
+                shown,
+                bool(stopped),
+                bool(executed),
+            )
+        snap.current = {
+            (tenant, conv): turn for tenant, conv, turn in q("SELECT tenant, conversation, turn_id FROM current_turns")
+        }
+        for turn, response, item, call, tenant, tool, state, fragments, nbytes in q(
+            "SELECT turn_id, response_id, item_id, call_id, tenant, tool, state, fragments, bytes FROM calls"
+        ):
+            try:
+                parsed = State(state)
+            except ValueError:
+                raise StoreError(f"unknown call state {state!r} in the store") from None
+            snap.calls[(turn, response, item, call)] = CallRow(
+                CallKey(tenant, turn, response, item, call), tool, parsed, int(fragments), int(nbytes)
+            )
+        snap.terminal_ids = {row[0] for row in q("SELECT event_id FROM terminal_ids")}
+        snap.ended_responses = {(t, r) for t, r in q("SELECT turn_id, response_id FROM ended_responses")}
+        snap.quarantined = {row[0] for row in q("SELECT response_id FROM quarantined")}
+        snap.disabled_tools = {row[0] for row in q("SELECT tool FROM disabled_tools")}
+        return snap
+
+    def ledger(self) -> list[tuple[LedgerEntry, str]]:
+        out = []
+        for row in self._query(
+            "SELECT tenant, turn_id, response_id, item_id, call_id, fragments, terminal_reason, parse, validation, "
+            "decision, traceparent, reason FROM ledger ORDER BY id"
+        ):
+            key = CallKey(*row[:5])
+            out.append((LedgerEntry(key, int(row[5]), row[6], row[7], row[8], row[9], row[10]), str(row[11])))
+        return out
+
+    def audit(self) -> list[tuple[str, str, tuple[CallKey, ...]]]:
+        out = []
+        for action, reason, keys in self._query("SELECT action, reason, keys FROM audit ORDER BY id"):
+            out.append((str(action), str(reason), tuple(CallKey.from_json(k) for k in json.loads(keys))))
+        return out
+
+    def tenant_stops(self) -> list[tuple[str, str]]:
+        return [(str(t), str(r)) for t, r in self._query("SELECT tenant, reason FROM tenant_stops ORDER BY id")]
+
+    def rows(self, table: str) -> Iterator[tuple[Any, ...]]:
+        """Every row of one of this store's tables (diagnostics and tests)."""
+        if table not in {
+            "turns",
+            "current_turns",
+            "calls",
+            "terminal_ids",
+            "ended_responses",
+            "quarantined",
+            "disabled_tools",
+            "tenant_stops",
+            "ledger",
+            "audit",
+        }:
+            raise StoreError(f"no table {table!r}")
+        yield from self._query(f"SELECT * FROM {table}")

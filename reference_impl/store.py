@@ -1,0 +1,102 @@
+"""The durable store's interface, and what the core reads back from it after a restart.
+
+Why an interface: the core decides, the store remembers. Three implementations share
+this contract: :mod:`~callsafe.reference_impl.memory_store` (tests; survives
+``restart()`` because the object outlives the core), :mod:`~callsafe.reference_impl.sqlite_store`
+(the default) and :mod:`~callsafe.reference_impl.postgres_store` (several replicas sharing
+one ledger).
+
+The contract:
+
+* :meth:`Store.apply` writes a batch of facts in **one transaction** (all or nothing);
+  the first terminal decision recorded for a call wins, later ones leave it alone.
+* :meth:`Store.claim` is the dispatch claim: **one atomic step** that moves the call to
+  ``dispatched`` only if it is not terminal yet, its turn is still live and current, its
+  response is not quarantined and its tool is not disabled *in the store*; it writes the
+  ledger row in the same transaction. It answers :data:`ClaimResult.CLAIMED` to exactly
+  one claimer, ever.
+* :meth:`Store.load` returns the :class:`Snapshot` a restarted core starts from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from callsafe.model.lifecycle import State
+from callsafe.model.vocabulary import CallKey
+from callsafe.reference_impl.effects import Fact, LedgerEntry
+
+__all__ = ["CallRow", "ClaimResult", "Ident", "Snapshot", "Store", "TurnRow", "ident_of"]
+
+Ident = tuple[str, str, str, str]  # (turn, response, item, call): the tenant follows from the turn
+
+
+def ident_of(key: CallKey) -> Ident:
+    return (key.turn, key.response, key.item, key.call)
+
+
+class ClaimResult(StrEnum):
+    CLAIMED = "claimed"  # this claimer won: run the tool
+    TAKEN = "taken"  # another claimer (replica) already dispatched it
+    BLOCKED = "blocked"  # the store says no: decided otherwise, or stopped meanwhile
+
+
+@dataclass
+class TurnRow:
+    turn: str
+    actor: str
+    tenant: str
+    conversation: str
+    traceparent: str | None
+    status: str = "live"
+    bytes: int = 0
+    shown: str = ""
+    stopped: bool = False
+    executed: bool = False
+
+
+@dataclass
+class CallRow:
+    key: CallKey
+    tool: str | None
+    state: State
+    fragments: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class Snapshot:
+    """Everything durable, as a restarted core needs it."""
+
+    turns: dict[str, TurnRow] = field(default_factory=dict)
+    current: dict[tuple[str, str], str] = field(default_factory=dict)  # (tenant, conversation) -> turn
+    calls: dict[Ident, CallRow] = field(default_factory=dict)
+    terminal_ids: set[str] = field(default_factory=set)
+    ended_responses: set[tuple[str, str]] = field(default_factory=set)
+    quarantined: set[str] = field(default_factory=set)
+    disabled_tools: set[str] = field(default_factory=set)
+
+
+class Store(Protocol):
+    """A durable store for the reference implementation."""
+
+    def load(self) -> Snapshot:
+        """Read everything a restarted core needs."""
+
+    def apply(self, facts: Sequence[Fact], at: float) -> None:
+        """Write the facts in one transaction; ``at`` stamps ledger and audit rows."""
+
+    def claim(self, key: CallKey, tool: str, entry: LedgerEntry, at: float) -> ClaimResult:
+        """The atomic dispatch claim (see the module docstring)."""
+
+    def ledger(self) -> list[tuple[LedgerEntry, str]]:
+        """Every ledger row with its reason, oldest first (for operators and tests)."""
+
+    def audit(self) -> list[tuple[str, str, tuple[CallKey, ...]]]:
+        """Every audit row ``(action, reason, keys)``, oldest first."""
+
+    def close(self) -> None:
+        """Release connections; the data stays."""

@@ -1,0 +1,182 @@
+"""The reference implementation as a certification target.
+
+``callsafe certify callsafe.targets.reference:factory`` (or ``ReferenceTarget(store=...)``
+in Python) runs the sans-IO core (:mod:`callsafe.reference_impl.core`) behind its driver,
+over one of three stores:
+
+* ``"sqlite"`` (default): a file in the harness's store folder; survives ``restart()``;
+* ``"memory"``: an in-process store that survives ``restart()`` because the target keeps
+  the store object while it throws the core away (fast; for tests and benchmarks);
+* ``"postgres"``: a schema in the database at ``dsn`` (or ``$CALLSAFE_PG_DSN``);
+  replicas pass the same ``namespace``; without one, each run gets a fresh schema that
+  :meth:`ReferenceTarget.close` drops.
+
+``restart()`` does what a process restart does: the core and every buffer are dropped,
+the store is closed and opened again, and a new core starts from what the store holds
+(calls that were in flight fail; nothing terminal becomes a candidate).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from callsafe.certify.contract import CAPABILITIES, TargetEnv
+from callsafe.model.vocabulary import Event
+from callsafe.reference_impl.buffer import DEFAULT_SCAN_EVERY
+from callsafe.reference_impl.core import Core
+from callsafe.reference_impl.driver import Driver
+from callsafe.reference_impl.effects import Effect
+from callsafe.reference_impl.errors import StoreError
+from callsafe.reference_impl.memory_store import MemoryStore
+from callsafe.reference_impl.store import Store
+
+__all__ = ["STORES", "ReferenceTarget", "factory"]
+
+STORES = ("sqlite", "memory", "postgres")
+
+
+def _not_started(event: Event) -> Sequence[Effect]:
+    raise StoreError("receive() outside start() ... close()")
+
+
+def _ignore(effects: Sequence[Effect]) -> None:
+    """Nothing to perform: the target is not running."""
+
+
+class ReferenceTarget:
+    """The reference implementation behind the Target contract."""
+
+    name = "reference"
+    protocol = "abstract"
+    capabilities: frozenset[str] = CAPABILITIES
+
+    def __init__(
+        self,
+        store: str = "sqlite",
+        *,
+        dsn: str | None = None,
+        namespace: str | None = None,
+        memory: MemoryStore | None = None,
+        scan_every: int = DEFAULT_SCAN_EVERY,
+        sqlite_synchronous: str = "adaptive",
+    ) -> None:
+        if store not in STORES:
+            raise StoreError(f"unknown store {store!r}; choose one of {STORES}")
+        self.store_kind = store
+        self.name = f"reference-{store}"
+        self._dsn = dsn
+        self._given_namespace = namespace
+        self._namespace = namespace
+        self._shared_memory = memory
+        self._scan_every = scan_every
+        self._sqlite_synchronous = sqlite_synchronous
+        self._env: TargetEnv | None = None
+        self._store: Store | None = None
+        self._memory: MemoryStore | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._drop_schema = False
+        self.core: Core | None = None
+        self.driver: Driver | None = None
+        # receive() is on the per-fragment path: it calls these two, bound at boot
+        self._decide: Callable[[Event], Sequence[Effect]] = _not_started
+        self._run: Callable[[Sequence[Effect]], None] = _ignore
+
+    # -- Target ------------------------------------------------------------------------
+
+    def start(self, env: TargetEnv) -> None:
+        self._env = env
+        if self.store_kind == "memory":
+            self._memory = self._shared_memory or MemoryStore()
+        elif self.store_kind == "postgres":
+            self._dsn = self._dsn or os.environ.get("CALLSAFE_PG_DSN")
+            if not self._dsn:
+                raise StoreError("the postgres store needs a DSN (argument dsn or $CALLSAFE_PG_DSN)")
+            self._namespace = self._given_namespace
+            self._drop_schema = self._namespace is None
+        self._boot()
+
+    def receive(self, event: Event) -> None:
+        self._run(self._decide(event))
+
+    def restart(self) -> None:
+        if self._store is not None:
+            self._store.close()
+        self._store = None
+        self.core = None
+        self.driver = None
+        self._decide, self._run = _not_started, _ignore
+        self._boot()
+
+    def close(self) -> None:
+        store, self._store = self._store, None
+        self.core = None
+        self.driver = None
+        self._decide, self._run = _not_started, _ignore
+        if store is not None:
+            from callsafe.reference_impl.postgres_store import PostgresStore
+
+            if self._drop_schema and isinstance(store, PostgresStore):
+                store.drop()
+            store.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    # -- inside ------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The open store (for operators and tests)."""
+        if self._store is None:
+            raise StoreError("the store is not open")
+        return self._store
+
+    def _open_store(self) -> Store:
+        env = self._env
+        assert env is not None
+        if self.store_kind == "memory":
+            assert self._memory is not None
+            return self._memory
+        if self.store_kind == "sqlite":
+            from callsafe.reference_impl.sqlite_store import SqliteStore
+
+            folder = env.store_dir
+            if folder is None:
+                if self._tmp is None:
+                    self._tmp = tempfile.TemporaryDirectory(prefix="callsafe-reference-")
+                folder = Path(self._tmp.name)
+            return SqliteStore(Path(folder) / "callsafe.sqlite3", synchronous=self._sqlite_synchronous)
+        from callsafe.reference_impl.postgres_store import PostgresStore
+
+        assert self._dsn is not None
+        store = PostgresStore(self._dsn, self._namespace)
+        self._namespace = store.namespace  # a restart reopens the same schema
+        return store
+
+    def _boot(self) -> None:
+        env = self._env
+        assert env is not None
+        store = self._store = self._open_store()
+        core = self.core = Core(env.tools, env.limits, store.load(), scan_every=self._scan_every)
+        self.driver = Driver(
+            core,
+            store,
+            executor=env.executor,
+            business_validator=env.business_validator,
+            observe=env.observe,
+            step=env.step,
+            clock=env.clock,
+        )
+        self._decide = core.receive
+        self._run = self.driver.run
+        self.driver.run(core.start())
+
+
+def factory(**options: Any) -> ReferenceTarget:
+    """``callsafe.targets.reference:factory``: a reference target (SQLite unless
+    ``store=`` says otherwise)."""
+    return ReferenceTarget(**options)
