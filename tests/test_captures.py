@@ -1,5 +1,5 @@
 """Every recorded provider stream in ``shared/captures/vercel-ai``, replayed through its
-protocol's parser and judged by the oracle.
+protocol's parser, judged by the oracle, and run through the reference implementation.
 
 The expectations below were written by reading each capture file, not by running the
 parsers: for each file, the calls that must execute (tool and exact arguments, in the
@@ -20,10 +20,13 @@ from typing import Any
 
 import pytest
 
+from callsafe.certify.runner import run_trace
+from callsafe.model.invariants import check_all
 from callsafe.model.oracle import judge
-from callsafe.model.vocabulary import CallOpened, ToolSpec, Trace, TurnStarted
+from callsafe.model.vocabulary import CallOpened, Executed, ToolSpec, Trace, TurnStarted
 from callsafe.providers.base import MalformedEvent, ProtocolViolation, ProviderError
 from callsafe.providers.streams import parse_sse
+from callsafe.targets.reference import ReferenceTarget
 
 CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "captures" / "vercel-ai"
 
@@ -279,6 +282,15 @@ def test_capture(name: str) -> None:
     assert [(v.tool, v.arguments) for v in verdicts if v.execute == "must"] == calls
     # every call announced either executes or has a reason not to: nothing is left dangling
     assert all(v.execute == "must" or v.reason for v in verdicts)
+
+    # The reference implementation, fed the parsed stream, executes exactly those calls,
+    # once each, and keeps every invariant doing it.
+    run = run_trace(ReferenceTarget(store="memory"), trace)
+    assert run.errors == []
+    executed = [(o.tool, o.arguments) for o in run.observations if isinstance(o, Executed)]
+    assert executed == calls
+    found = check_all(trace, run.observations)
+    assert {k: v for k, v in found.items() if v} == {}
 
 
 def _verdicts(name: str) -> dict[str, Any]:
