@@ -14,7 +14,7 @@ REPORT  ?= reports/reference
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,sdks]'
 	touch $(STAMP)
 
 venv: $(STAMP)
