@@ -1,5 +1,5 @@
 # The two commands of the README do everything on a fresh machine:
-#   make certify   the main job: certify the reference implementation, write its report
+#   make certify   the main job: certify the reference implementation (SQLite store), write its reports
 #   make test      the test suite, with ruff and mypy
 # Each creates the virtual environment and installs the project on first use.
 
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 certify: $(STAMP)
-	$(BIN)/callsafe model
+	$(BIN)/callsafe certify reference --report $(REPORT) --junit $(REPORT)/junit.xml
 	$(BIN)/callsafe render --out $(REPORT)/diagrams
 
 model: $(STAMP)

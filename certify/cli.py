@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from callsafe import __version__
@@ -59,7 +60,7 @@ def main() -> None:
 
     The model (a lifecycle table and the system rules around it) generates adversarial
     event orders, runs them against an implementation, and judges every run by the spec's
-    invariants.
+    invariants: `callsafe certify TARGET`, `callsafe replay TRACE.json --target TARGET`.
     """
 
 
@@ -124,3 +125,267 @@ def render_cmd(out_dir: Path, png: bool) -> None:
         click.echo(str(path))
     if not has_dot():
         click.echo("note: Graphviz 'dot' is not installed: wrote DOT only (apt-get install graphviz)", err=True)
+
+
+# --------------------------------------------------------------------------------------
+# Certification
+# --------------------------------------------------------------------------------------
+
+_STATUS_STYLE = {"holds": "green", "violated": "bold red", "not_applicable": "dim"}
+
+
+def _options(
+    budget: float | None,
+    depth: int,
+    seed: int,
+    workers: int,
+    generators: str | None,
+    minimize: bool,
+    counterexamples: int,
+) -> Any:
+    from callsafe.certify.harness import GENERATORS, Options
+
+    chosen = GENERATORS if generators is None else tuple(g for g in generators.split(",") if g)
+    try:
+        return Options(
+            budget=budget,
+            depth=depth,
+            seed=seed,
+            workers=workers,
+            generators=chosen,
+            minimize=minimize,
+            counterexamples=counterexamples,
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _default_report_dir(spec: str) -> Path:
+    slug = "".join(c if c.isalnum() else "-" for c in spec).strip("-") or "target"
+    return Path("reports") / slug
+
+
+@main.command("certify")
+@click.argument("target", default="reference")
+@click.option(
+    "--budget",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="Stop generating traces after this long (minimising counterexamples gets up to 30 s more).",
+)
+@click.option("--depth", default=3, show_default=True, help="Exhaustive bound: events after the turn start.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random walks (the rest is deterministic).")
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for report.json, report.html, junit.xml and counterexamples [default: reports/TARGET].",
+)
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="JUnit XML file.")
+@click.option("--workers", default=1, show_default=True, help="Worker processes (each builds its own targets).")
+@click.option("--generators", default=None, metavar="LIST", help="Comma-separated: catalog,coverage,walks,exhaustive.")
+@click.option("--no-minimize", is_flag=True, help="Keep counterexamples as found (faster).")
+@click.option("--counterexamples", default=1, show_default=True, help="Counterexamples kept per invariant.")
+def certify_cmd(
+    target: str,
+    budget: float | None,
+    depth: int,
+    seed: int,
+    report_dir: Path | None,
+    junit: Path | None,
+    workers: int,
+    generators: str | None,
+    no_minimize: bool,
+    counterexamples: int,
+) -> None:
+    """Certify TARGET: run adversarial traces against it and judge every run.
+
+    TARGET is `reference` (the reference implementation over SQLite in a temporary
+    folder), `reference:memory`, `reference:postgres`, or `module:factory` (a callable that
+    returns a fresh target). Exit status 0 only when no invariant was violated.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from callsafe.certify.harness import certify
+    from callsafe.certify.report import write_reports
+    from callsafe.certify.targets import TargetSpecError
+
+    options = _options(budget, depth, seed, workers, generators, not no_minimize, counterexamples)
+    err = Console(stderr=True)
+    progress = Progress(
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+    tasks: dict[str, Any] = {}
+
+    def on_progress(generator: str, done: int, total: int | None) -> None:
+        if generator not in tasks:
+            tasks[generator] = progress.add_task(generator, total=total)
+        if done % 25 == 0 or done == total:
+            progress.update(tasks[generator], completed=done)
+
+    try:
+        with progress:
+            cert = certify(target, options, on_progress)
+    except TargetSpecError as exc:
+        raise click.BadParameter(str(exc), param_hint="TARGET") from None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+    out_dir = report_dir or _default_report_dir(target)
+    reports = write_reports(cert, out_dir, junit)
+
+    table = Table(title=f"callsafe certify {target}: {cert.target.name} ({cert.target.protocol})")
+    for col in ("invariant", "kind", "status", "traces checked", "violated"):
+        table.add_column(col, justify="right" if col in ("traces checked", "violated") else "left")
+    for inv in cert.invariants.values():
+        style = _STATUS_STYLE[inv.status]
+        table.add_row(
+            inv.id,
+            inv.kind,
+            f"[{style}]{inv.status.replace('_', ' ')}[/{style}]",
+            str(inv.traces_checked),
+            str(inv.traces_violated),
+        )
+    console.print(table)
+    gens = Table(title="generators")
+    for col in ("generator", "ran", "not applicable", "skipped as equivalent", "violating", "seconds"):
+        gens.add_column(col, justify="left" if col == "generator" else "right")
+    for name, g in cert.generators.items():
+        gens.add_row(
+            name + ("" if g.complete else " (budget)"),
+            str(g.ran),
+            str(g.not_applicable),
+            str(g.skipped_equivalent),
+            str(g.violating),
+            f"{g.seconds:.2f}",
+        )
+    console.print(gens)
+    console.print(
+        f"coverage: {len(cert.transitions)} of 55 lifecycle transitions, {len(cert.pairs)} transition pairs; "
+        f"{cert.traces_run} traces in {cert.timings['total_seconds']} s (seed {seed})"
+        + (" [yellow]budget exhausted[/yellow]" if cert.budget_exhausted else "")
+    )
+    for inv_id, ces in sorted(cert.counterexamples.items()):
+        for ce in ces:
+            console.print(
+                f"[red]{inv_id}[/red]: {escape(ce.findings[0].describe()) if ce.findings else inv_id}\n"
+                f"  minimal trace: {len(ce.minimal.events)} events ({out_dir / ce.files.get('trace', '')}); "
+                f"pytest: {out_dir / ce.files.get('pytest', '')}"
+            )
+    console.print(f"reports: {reports.json}, {reports.html}, {reports.junit}")
+    if cert.ok:
+        console.print("[green]certified: no invariant violated[/green]")
+    else:
+        console.print(f"[bold red]not certified: {', '.join(cert.violated)} violated[/bold red]")
+        sys.exit(1)
+
+
+@main.command("replay")
+@click.argument("trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--target", "target", default="reference", show_default=True, help="Target name (as for certify).")
+@click.option("--json", "as_json", is_flag=True, help="Print observations and findings as JSON.")
+def replay_cmd(trace_file: Path, target: str, as_json: bool) -> None:
+    """Run one trace (a JSON file) against TARGET and judge it.
+
+    Exit status: 0 no violation, 1 violated, 3 not applicable (the target lacks a
+    capability the trace needs).
+    """
+    from callsafe.certify.harness import check_trace
+    from callsafe.certify.targets import TargetSpecError
+    from callsafe.model.vocabulary import Trace, TraceFormatError, observation_to_json
+
+    try:
+        trace = Trace.loads(trace_file.read_text(encoding="utf-8"))
+    except TraceFormatError as exc:
+        raise click.BadParameter(str(exc), param_hint="TRACE_FILE") from None
+    try:
+        checked = check_trace(target, trace)
+    except TargetSpecError as exc:
+        raise click.BadParameter(str(exc), param_hint="--target") from None
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "trace": trace.name,
+                    "missing_capabilities": list(checked.missing),
+                    "verdicts": [v.to_json() for v in checked.oracle.verdicts.values()],
+                    "observations": [observation_to_json(o) for o in (checked.run.observations if checked.run else [])],
+                    "findings": [f.to_json() for f in checked.judgement.findings],
+                    "target_errors": checked.judgement.errors,
+                },
+                indent=1,
+                ensure_ascii=False,
+            )
+        )
+    if checked.missing:
+        if not as_json:
+            console.print(f"[yellow]not applicable[/yellow]: {target} lacks {', '.join(checked.missing)}")
+        sys.exit(3)
+    if not as_json:
+        verdicts = Table(title=f"{trace.name or trace_file.name}: the oracle's verdicts")
+        for col in ("call", "verdict", "reason"):
+            verdicts.add_column(col)
+        for v in checked.oracle.verdicts.values():
+            verdicts.add_row(v.key.short(), v.execute, v.reason)
+        console.print(verdicts)
+        from callsafe.certify.sequence import sequence_rows
+
+        for src, dst, label, _ in sequence_rows(trace, checked.run.observations if checked.run else []):
+            arrow = f"{src} -> {dst}"
+            console.print(f"  {arrow:<20} {label}", markup=False, highlight=False)
+        for f in checked.judgement.findings:
+            console.print(f"[red]{escape(f.describe())}[/red]")
+        for e in checked.judgement.errors:
+            console.print(f"[yellow]target error: {escape(e)}[/yellow]")
+    if checked.violated:
+        sys.exit(1)
+    if not as_json:
+        console.print("[green]no invariant violated[/green]")
+
+
+@main.command("selftest")
+@click.option("--budget", type=float, default=None, metavar="SECONDS", help="Budget per mutant.")
+@click.option("--depth", default=2, show_default=True, help="Exhaustive bound per mutant.")
+@click.option("--seed", default=0, show_default=True)
+def selftest_cmd(budget: float | None, depth: int, seed: int) -> None:
+    """Certify every registered mutant (callsafe.certify.mutants) and print the mutation
+    score: which invariant caught each mutant, how long it took, and the length of the
+    minimal counterexample. Exit status 0 only when every mutant was caught."""
+    from callsafe.certify.harness import Options
+    from callsafe.certify.mutants import registry
+    from callsafe.certify.selftest import mutation_score, run_selftest
+
+    mutants = registry()
+    if not mutants:
+        console.print("no mutants registered (callsafe.certify.mutants.MUTANTS is empty): nothing to score")
+        return
+    results = run_selftest(mutants, Options(budget=budget, depth=depth, seed=seed, counterexamples=1))
+    table = Table(title="mutation score")
+    for col in ("mutant", "caught by", "seconds", "minimal counterexample"):
+        table.add_column(col)
+    for r in results:
+        caught = (
+            ", ".join(r.caught_by) if r.caught_by else (f"error: {r.error}" if r.error else "[red]not caught[/red]")
+        )
+        if r.caught_by and not r.caught:
+            caught += f" [red](expected {', '.join(r.mutant.expect)})[/red]"
+        table.add_row(
+            r.mutant.name,
+            caught,
+            f"{r.seconds:.2f}",
+            f"{r.minimal_events} events" if r.minimal_events is not None else "-",
+        )
+    console.print(table)
+    score = mutation_score(results)
+    n_caught = sum(r.caught for r in results)
+    console.print(f"mutation score: {n_caught}/{len(results)} ({(score or 0) * 100:.0f}%)")
+    if n_caught != len(results):
+        sys.exit(1)

@@ -12,9 +12,13 @@ Observation steps follow :mod:`callsafe.model.invariants`: the index of the most
 
 from __future__ import annotations
 
+import itertools
+import multiprocessing.util
+import os
+import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,7 @@ from callsafe.model.vocabulary import (
     CallKey,
     Event,
     Executed,
+    Limits,
     Observation,
     Restart,
     ToolChanged,
@@ -33,7 +38,7 @@ from callsafe.model.vocabulary import (
     Trace,
 )
 
-__all__ = ["Run", "TargetError", "run_trace"]
+__all__ = ["Run", "Session", "TargetError", "fresh_store_dir", "release_store_dir", "run_trace"]
 
 
 class TargetError(RuntimeError):
@@ -115,39 +120,135 @@ def _frozen_copy(value: Any) -> Any:
     return value
 
 
-def run_trace(target: Target, trace: Trace, store_dir: Path | None = None) -> Run:
-    """Run ``trace`` against a freshly started ``target``; return what was observed."""
-    run = Run(trace)
-    catalog = _Catalog(trace.tools)
-    delivery = _Delivery(target, run, catalog)
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="callsafe-store-") as tmp:
+class _StoreFolders:
+    """Empty folders for runs' stores, reused within a process.
+
+    Each run gets a folder nobody else is using, emptied before it is handed out again.
+    Reusing beats creating: on some file systems creating and removing a directory costs
+    about a millisecond, which at thousands of runs is most of a certification's time.
+    The folders live in one temporary root per process, removed when the process exits
+    (also in pool workers)."""
+
+    def __init__(self) -> None:
+        self.root: tempfile.TemporaryDirectory[str] | None = None
+        self.free: list[Path] = []
+        self.count = itertools.count()
+
+    def acquire(self) -> Path:
+        if self.root is None or not Path(self.root.name).is_dir():
+            self.root = tempfile.TemporaryDirectory(prefix="callsafe-stores-")
+            multiprocessing.util.Finalize(self.root, self.root.cleanup, exitpriority=0)
+            self.free = []
+        if self.free:
+            return self.free.pop()
+        path = Path(self.root.name) / f"store-{next(self.count)}"
+        path.mkdir()
+        return path
+
+    def release(self, path: Path) -> None:
+        try:
+            for entry in os.scandir(path):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+        except OSError:
+            return  # not reusable: leave it to the root's cleanup
+        self.free.append(path)
+
+
+_STORES = _StoreFolders()
+
+
+def fresh_store_dir() -> Path:
+    """An empty folder for one run's store (give it back with :func:`release_store_dir`)."""
+    return _STORES.acquire()
+
+
+def release_store_dir(path: Path) -> None:
+    _STORES.release(path)
+
+
+class Session:
+    """One target, started once, fed events one delivery at a time.
+
+    :func:`run_trace` is a session fed a whole trace; the hypothesis state machine
+    (:mod:`callsafe.generators.machine` via :mod:`callsafe.certify.machine`) feeds one as its
+    rules fire. ``send(event, during=...)`` delivers ``event`` at the next step and holds the
+    ``during`` events until the target calls the business validator (or, when it does not,
+    delivers them right after), exactly as a trace with ``during_validation`` events is run.
+    """
+
+    def __init__(
+        self, target: Target, tools: Mapping[str, ToolSpec], limits: Limits, store_dir: Path | None = None
+    ) -> None:
+        self.target = target
+        self.run = Run(Trace(events=(), tools=dict(tools), limits=limits))
+        self.catalog = _Catalog(tools)
+        self.delivery = _Delivery(target, self.run, self.catalog)
+        self.next_index = 0
+        self._own_store: Path | None = None
+        self._store_dir = store_dir
+        self._started = 0.0
+        self.limits = limits
+
+    def open(self) -> Session:
+        self._started = time.perf_counter()
+        if self._store_dir is None:
+            self._own_store = self._store_dir = fresh_store_dir()
+        delivery = self.delivery
         env = TargetEnv(
             executor=delivery.execute,
             business_validator=delivery.validate,
-            tools=catalog,
-            limits=trace.limits,
+            tools=self.catalog,
+            limits=self.limits,
             observe=delivery.observe,
             step=lambda: delivery.step,
             clock=lambda: float(max(delivery.step, 0)),
-            store_dir=store_dir or Path(tmp),
+            store_dir=self._store_dir,
         )
-        target.start(env)
+        self.target.start(env)
+        return self
+
+    @property
+    def observations(self) -> list[Observation]:
+        return self.run.observations
+
+    def send(self, event: Event, during: Sequence[Event] = ()) -> None:
+        """Deliver ``event``; ``during`` arrive while the target validates a call (if it
+        does), else right after ``event``."""
+        index = self.next_index
+        self.delivery.pending = [(index + 1 + k, e) for k, e in enumerate(during)]
+        self.next_index = index + 1 + len(during)
+        self.delivery.deliver(index, event)
+        self.delivery.flush_pending()  # no validation consumed them: they arrive now
+
+    def close(self) -> Run:
         try:
-            events = trace.delivered()
-            i = 0
-            while i < len(events):
-                j = i + 1
-                while j < len(events) and getattr(events[j], "during_validation", False):
-                    j += 1
-                delivery.pending = [(k, events[k]) for k in range(i + 1, j)]
-                delivery.deliver(i, events[i])
-                delivery.flush_pending()  # no validation consumed them: they arrive now
-                i = j
+            self.target.close()
+        except Exception as exc:
+            self.run.errors.append(f"close: {type(exc).__name__}: {exc}")
         finally:
-            try:
-                target.close()
-            except Exception as exc:
-                run.errors.append(f"close: {type(exc).__name__}: {exc}")
-    run.seconds = time.perf_counter() - started
+            if self._own_store is not None:
+                release_store_dir(self._own_store)
+                self._own_store = None
+        self.run.seconds = time.perf_counter() - self._started
+        return self.run
+
+
+def run_trace(target: Target, trace: Trace, store_dir: Path | None = None) -> Run:
+    """Run ``trace`` against a freshly started ``target``; return what was observed."""
+    session = Session(target, trace.tools, trace.limits, store_dir).open()
+    try:
+        events = trace.delivered()
+        i = 0
+        while i < len(events):
+            j = i + 1
+            while j < len(events) and getattr(events[j], "during_validation", False):
+                j += 1
+            session.send(events[i], events[i + 1 : j])
+            i = j
+    finally:
+        run = session.close()
+    run.trace = trace
     return run

@@ -1,0 +1,229 @@
+"""Minimal counterexamples: delta debugging over a trace's events.
+
+Why: a violating trace from the exhaustive or random generators carries events that have
+nothing to do with the failure; a reviewer needs the few that do. :func:`ddmin` is
+Zeller's delta debugging (split the events into chunks, keep a chunk or a complement that
+still fails, refine) and ends 1-minimal: removing any single remaining event makes the
+failure go away. "Fails" means the *same invariant* is still violated by a fresh target
+run on the candidate, so shrinking never wanders to a different bug.
+
+Removing events shifts indices, and a :class:`~callsafe.model.vocabulary.Replay` names
+earlier events by index: :func:`subtrace` renumbers each kept replay to the kept events
+of its range (and drops a replay whose range became empty), so every candidate is a valid
+trace. Removing events never adds a capability the trace needs, so a candidate stays
+applicable to the target.
+
+A counterexample is written as a replayable JSON trace and as a standalone pytest file
+(:func:`pytest_source`) that fails on the certified target and passes on a correct one.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from callsafe.certify.harness import Checked, Counterexample, Example, _run_checked
+from callsafe.certify.targets import TargetFactory
+from callsafe.model.vocabulary import Event, Replay, Trace
+
+__all__ = ["ddmin", "minimize_counterexample", "minimize_trace", "pytest_source", "subtrace"]
+
+T = TypeVar("T")
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+def ddmin(items: Sequence[T], fails: Callable[[list[T]], bool], deadline: float | None = None) -> list[T]:
+    """A 1-minimal sublist of ``items`` (order kept) for which ``fails`` still holds.
+
+    ``fails(items)`` must hold on entry. Past ``deadline`` (a ``time.perf_counter()``
+    value) the smallest failing list found so far is returned."""
+    current = list(items)
+    n = 2
+    try:
+        while len(current) >= 2:
+            size = len(current)
+            chunks = [current[size * k // n : size * (k + 1) // n] for k in range(n)]
+            chunks = [c for c in chunks if c]
+            reduced = False
+            for chunk in chunks:
+                if _check(fails, chunk, deadline):
+                    current, n, reduced = chunk, 2, True
+                    break
+            if not reduced and n > 2:  # with two chunks, the complements are the chunks
+                for k in range(len(chunks)):
+                    complement = [x for j, c in enumerate(chunks) if j != k for x in c]
+                    if _check(fails, complement, deadline):
+                        current, n, reduced = complement, max(n - 1, 2), True
+                        break
+            if not reduced:
+                if n >= len(current):
+                    break
+                n = min(len(current), 2 * n)
+    except _OutOfTime:
+        pass
+    return current
+
+
+def _check(fails: Callable[[list[T]], bool], candidate: list[T], deadline: float | None) -> bool:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise _OutOfTime
+    return fails(candidate)
+
+
+def subtrace(trace: Trace, keep: Sequence[int]) -> Trace:
+    """The trace of the events at ``keep`` (original indices), with every kept
+    :class:`Replay` renumbered to the kept events of its range, and dropped when none of
+    the events it re-delivered is left (replays inside a range re-deliver nothing)."""
+    survivors: list[int] = []  # original indices, in order
+    events: list[Event] = []
+    for old in sorted(set(keep)):
+        event = trace.events[old]
+        if isinstance(event, Replay):
+            inside = [
+                new
+                for new, orig in enumerate(survivors)
+                if event.start <= orig < event.stop and not isinstance(events[new], Replay)
+            ]
+            if not inside:
+                continue
+            event = Replay(inside[0], inside[-1] + 1)
+        survivors.append(old)
+        events.append(event)
+    return Trace(events=tuple(events), tools=trace.tools, limits=trace.limits, name=trace.name, source=trace.source)
+
+
+def minimize_trace(trace: Trace, fails: Callable[[Trace], bool], deadline: float | None = None) -> Trace:
+    """The smallest sub-trace of ``trace`` (by :func:`ddmin` over its events) that
+    ``fails``; author verdicts are dropped (they described the whole trace)."""
+    indices = list(range(len(trace.events)))
+    cache: dict[tuple[int, ...], bool] = {}
+
+    def fails_on(keep: list[int]) -> bool:
+        key = tuple(keep)
+        if key not in cache:
+            cache[key] = fails(subtrace(trace, keep))
+        return cache[key]
+
+    kept = ddmin(indices, fails_on, deadline)
+    out = subtrace(trace, kept)
+    named = _tool_names(out)
+    if set(out.tools) - named:  # drop declarations no event names, if it still fails without them
+        pruned = Trace(
+            events=out.events,
+            tools={k: v for k, v in out.tools.items() if k in named},
+            limits=out.limits,
+            name=out.name,
+            source=out.source,
+        )
+        if fails(pruned):
+            return pruned
+    return Trace(events=out.events, tools=out.tools, limits=out.limits, name=out.name, source=out.source)
+
+
+def _tool_names(trace: Trace) -> set[str]:
+    """Every tool name an event of ``trace`` mentions."""
+    names: set[str] = set()
+    for event in trace.events:
+        for attr in ("tool", "new_name"):
+            value = getattr(event, attr, None)
+            if isinstance(value, str) and value:
+                names.add(value)
+    return names
+
+
+def minimize_counterexample(
+    factory: TargetFactory,
+    capabilities: frozenset[str],
+    invariant: str,
+    example: Example,
+    deadline: float | None = None,
+) -> Counterexample:
+    """Shrink ``example`` while ``invariant`` stays violated on fresh targets."""
+    runs = 0
+    last: dict[str, Checked] = {}
+
+    def fails(candidate: Trace) -> bool:
+        nonlocal runs
+        runs += 1
+        checked = _run_checked(factory, capabilities, candidate)
+        if checked.missing or invariant not in checked.violated:
+            return False
+        last["checked"] = checked
+        return True
+
+    minimal = minimize_trace(example.trace, fails, deadline)
+    name = f"minimal {invariant}: {example.trace.name}" if example.trace.name else f"minimal {invariant}"
+    minimal = Trace(
+        events=minimal.events,
+        tools=minimal.tools,
+        limits=minimal.limits,
+        name=name[:200],
+        source=example.trace.source,
+    )
+    checked = _run_checked(factory, capabilities, minimal)
+    runs += 1
+    if invariant not in checked.violated:  # a flaky target: keep the original
+        minimal, checked = example.trace, _run_checked(factory, capabilities, example.trace)
+    keys = {f.key for f in checked.judgement.of(invariant) if f.key is not None}
+    explanation = [f"{key.short()}: {line}" for key in sorted(keys) for line in checked.oracle.explain(key)]
+    return Counterexample(
+        invariant=invariant,
+        generator=example.generator,
+        original=example.trace,
+        minimal=minimal,
+        findings=checked.judgement.of(invariant),
+        observations=list(checked.run.observations) if checked.run else [],
+        errors=list(checked.run.errors) if checked.run else [],
+        explanation=explanation,
+        tests_run=runs,
+    )
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "counterexample"
+
+
+def _literal(text: str) -> str:
+    """``text`` as a Python literal: a raw triple-quoted string when that is exact (it
+    reads like the JSON file), else ``repr``."""
+    if "'''" not in text and not text.endswith("\\") and "\r" not in text:
+        return "r'''" + text + "'''"
+    return repr(text)
+
+
+def pytest_source(trace: Trace, invariant: str, target: str, json_name: str = "", seed: int | None = None) -> str:
+    """A standalone pytest file: fails while ``target`` violates ``invariant`` on
+    ``trace``; set ``CALLSAFE_TARGET`` to run it against another implementation."""
+    found = f"`callsafe certify {target}`" + (f" (seed {seed})" if seed is not None else "")
+    replay = f"\nReplay it by hand: callsafe replay {json_name} --target {target}\n" if json_name else ""
+    return f'''"""Minimal counterexample for {invariant}, found by {found}.
+
+It fails on the certified target and passes on an implementation that keeps {invariant}:
+
+    pytest THIS_FILE                                 # the certified target: fails
+    CALLSAFE_TARGET=reference pytest THIS_FILE       # the reference implementation: passes
+{replay}"""
+
+import os
+
+import pytest
+
+from callsafe.certify.harness import check_trace
+from callsafe.model.vocabulary import Trace
+
+TARGET = os.environ.get("CALLSAFE_TARGET", {target!r})
+INVARIANT = {invariant!r}
+TRACE = Trace.loads({_literal(trace.dumps())})
+
+
+def test_{_slug(invariant)}_minimal_counterexample() -> None:
+    checked = check_trace(TARGET, TRACE)
+    if checked.missing:
+        pytest.skip(f"{{TARGET}} lacks {{', '.join(checked.missing)}}")
+    assert INVARIANT not in checked.violated, checked.explain(INVARIANT)
+'''

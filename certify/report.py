@@ -1,0 +1,480 @@
+"""The three reports of a certification run: ``report.json``, JUnit XML, ``report.html``.
+
+Why three: ``report.json`` is for programs (a stable, versioned schema,
+:data:`REPORT_SCHEMA`, checked by the tests: add fields freely, bump ``version`` when a
+field changes meaning or goes away); JUnit XML is for CI dashboards (one test case per
+invariant per generator: failed, passed, or skipped when not applicable); the HTML page
+is for the people who review a run: the verdict per invariant, each counterexample as its
+minimal trace and a sequence diagram, and the lifecycle diagram coloured by the coverage
+the run reached.
+
+Counterexamples are also written as files next to the reports: the minimal trace as JSON
+(``callsafe replay FILE --target T``) and a standalone pytest file
+(:func:`callsafe.certify.minimize.pytest_source`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any, Final
+
+from callsafe.certify.harness import Certification, Counterexample
+from callsafe.certify.minimize import pytest_source
+from callsafe.certify.sequence import sequence_svg
+from callsafe.generators.coverage import ALL_TRANSITIONS
+from callsafe.model.diagrams import has_dot, lifecycle_diagram
+from callsafe.model.vocabulary import observation_to_json
+
+__all__ = ["REPORT_SCHEMA", "REPORT_VERSION", "Reports", "html_report", "junit_xml", "report_json", "write_reports"]
+
+REPORT_VERSION: Final = 1
+
+_COUNTS = {"type": "integer", "minimum": 0}
+_FINDING = {
+    "type": "object",
+    "required": ["invariant", "kind", "message", "key", "step", "source"],
+    "properties": {
+        "invariant": {"type": "string"},
+        "kind": {"enum": ["safety", "liveness"]},
+        "message": {"type": "string"},
+        "key": {"type": ["object", "null"]},
+        "step": {"type": ["integer", "null"]},
+        "source": {"enum": ["checker", "oracle"]},
+    },
+}
+REPORT_SCHEMA: Final[dict[str, Any]] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "callsafe certification report",
+    "type": "object",
+    "required": [
+        "schema",
+        "version",
+        "callsafe_version",
+        "verdict",
+        "target",
+        "options",
+        "seed",
+        "started_at",
+        "timings",
+        "budget_exhausted",
+        "summary",
+        "invariants",
+        "generators",
+        "coverage",
+        "not_applicable",
+        "target_errors",
+    ],
+    "properties": {
+        "schema": {"const": "callsafe-certification-report"},
+        "version": {"const": REPORT_VERSION},
+        "callsafe_version": {"type": "string"},
+        "verdict": {"enum": ["pass", "fail"]},
+        "target": {
+            "type": "object",
+            "required": ["spec", "name", "protocol", "capabilities"],
+            "properties": {"capabilities": {"type": "array", "items": {"type": "string"}}},
+        },
+        "options": {"type": "object"},
+        "seed": {"type": "integer"},
+        "started_at": {"type": "string"},
+        "timings": {
+            "type": "object",
+            "required": ["run_seconds", "minimize_seconds", "total_seconds"],
+            "additionalProperties": {"type": "number"},
+        },
+        "budget_exhausted": {"type": "boolean"},
+        "summary": {
+            "type": "object",
+            "required": [
+                "traces_generated",
+                "traces_run",
+                "traces_not_applicable",
+                "skipped_equivalent",
+                "violated",
+                "safety_violated",
+                "liveness_violated",
+            ],
+            "properties": {
+                "traces_generated": _COUNTS,
+                "traces_run": _COUNTS,
+                "traces_not_applicable": _COUNTS,
+                "skipped_equivalent": _COUNTS,
+                "violated": {"type": "array", "items": {"type": "string"}},
+                "safety_violated": {"type": "array", "items": {"type": "string"}},
+                "liveness_violated": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "invariants": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "id",
+                    "title",
+                    "kind",
+                    "spec",
+                    "needs",
+                    "status",
+                    "traces_checked",
+                    "traces_violated",
+                    "counterexamples",
+                ],
+                "properties": {
+                    "status": {"enum": ["holds", "violated", "not_applicable"]},
+                    "kind": {"enum": ["safety", "liveness"]},
+                    "traces_checked": _COUNTS,
+                    "traces_violated": _COUNTS,
+                    "counterexamples": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": [
+                                "generator",
+                                "original_events",
+                                "minimal_events",
+                                "tests_run",
+                                "findings",
+                                "trace",
+                                "files",
+                            ],
+                            "properties": {
+                                "findings": {"type": "array", "items": _FINDING},
+                                "trace": {"type": "object", "required": ["events"]},
+                                "files": {"type": "object", "additionalProperties": {"type": "string"}},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+        "generators": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "required": [
+                    "generated",
+                    "ran",
+                    "not_applicable",
+                    "skipped_equivalent",
+                    "violating",
+                    "target_errors",
+                    "seconds",
+                    "complete",
+                    "violated",
+                ],
+            },
+        },
+        "coverage": {
+            "type": "object",
+            "required": ["lifecycle_transitions", "transition_pairs"],
+            "properties": {
+                "lifecycle_transitions": {
+                    "type": "object",
+                    "required": ["covered", "total", "reached", "missing"],
+                    "properties": {"covered": _COUNTS, "total": _COUNTS},
+                },
+                "transition_pairs": {"type": "object", "required": ["reached"]},
+            },
+        },
+        "not_applicable": {"type": "object", "additionalProperties": _COUNTS},
+        "target_errors": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+
+def _transition_json(t: Any) -> list[str]:
+    state, event = t
+    return [str(state), str(event)]
+
+
+def _counterexample_json(ce: Counterexample) -> dict[str, Any]:
+    return {
+        "generator": ce.generator,
+        "original_events": len(ce.original.events),
+        "minimal_events": len(ce.minimal.events),
+        "tests_run": ce.tests_run,
+        "findings": [f.to_json() for f in ce.findings],
+        "explanation": ce.explanation,
+        "trace": ce.minimal.to_json(),
+        "observations": [observation_to_json(o) for o in ce.observations],
+        "target_errors": ce.errors,
+        "files": dict(ce.files),
+    }
+
+
+def report_json(cert: Certification) -> dict[str, Any]:
+    """The report as a JSON document following :data:`REPORT_SCHEMA`."""
+    violated = cert.violated
+    kinds = {i: s.kind for i, s in cert.invariants.items()}
+    return {
+        "schema": "callsafe-certification-report",
+        "version": REPORT_VERSION,
+        "callsafe_version": cert.version,
+        "verdict": "pass" if cert.ok else "fail",
+        "target": cert.target.to_json(),
+        "options": cert.options.to_json(),
+        "seed": cert.options.seed,
+        "started_at": dt.datetime.fromtimestamp(cert.started_at, dt.UTC).isoformat(timespec="seconds"),
+        "timings": dict(cert.timings),
+        "budget_exhausted": cert.budget_exhausted,
+        "summary": {
+            "traces_generated": sum(g.generated for g in cert.generators.values()),
+            "traces_run": cert.traces_run,
+            "traces_not_applicable": sum(g.not_applicable for g in cert.generators.values()),
+            "skipped_equivalent": sum(g.skipped_equivalent for g in cert.generators.values()),
+            "violated": violated,
+            "safety_violated": [i for i in violated if kinds[i] == "safety"],
+            "liveness_violated": [i for i in violated if kinds[i] == "liveness"],
+        },
+        "invariants": [
+            {
+                "id": s.id,
+                "title": s.title,
+                "kind": s.kind,
+                "spec": s.spec,
+                "needs": s.needs,
+                "status": s.status,
+                "traces_checked": s.traces_checked,
+                "traces_violated": s.traces_violated,
+                "counterexamples": [_counterexample_json(ce) for ce in cert.counterexamples.get(s.id, [])],
+            }
+            for s in cert.invariants.values()
+        ],
+        "generators": {name: g.to_json() for name, g in cert.generators.items()},
+        "coverage": {
+            "lifecycle_transitions": {
+                "covered": len(cert.transitions),
+                "total": len(ALL_TRANSITIONS),
+                "reached": sorted(_transition_json(t) for t in cert.transitions),
+                "missing": sorted(_transition_json(t) for t in set(ALL_TRANSITIONS) - cert.transitions),
+            },
+            "transition_pairs": {"reached": len(cert.pairs)},
+        },
+        "not_applicable": dict(sorted(cert.not_applicable.items())),
+        "target_errors": list(cert.errors),
+    }
+
+
+# --------------------------------------------------------------------------------------
+# JUnit XML
+# --------------------------------------------------------------------------------------
+
+
+def junit_xml(cert: Certification) -> ET.ElementTree[ET.Element]:
+    """One ``testsuite`` per generator, one ``testcase`` per invariant in it."""
+    root = ET.Element("testsuites", name=f"callsafe certify {cert.target.spec}")
+    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    for name, g in cert.generators.items():
+        suite = ET.SubElement(root, "testsuite", name=f"callsafe.{name}", time=f"{g.seconds:.3f}")
+        counts = {"tests": 0, "failures": 0, "skipped": 0}
+        for inv in cert.invariants.values():
+            case = ET.SubElement(suite, "testcase", classname=f"callsafe.{name}", name=inv.id, time="0")
+            counts["tests"] += 1
+            violated = g.violated.get(inv.id, 0)
+            if violated:
+                counts["failures"] += 1
+                failure = ET.SubElement(
+                    case,
+                    "failure",
+                    message=f"{inv.id} violated by {violated} of {g.checked.get(inv.id, 0)} traces",
+                    type=inv.kind,
+                )
+                ces = [ce for ce in cert.counterexamples.get(inv.id, []) if ce.generator == name]
+                failure.text = (
+                    "\n\n".join("\n".join(f.describe() for f in ce.findings) + "\n" + ce.minimal.dumps() for ce in ces)
+                    or f"{inv.title}"
+                )
+            elif inv.status == "not_applicable" and inv.needs and not set(inv.needs) <= cert.target.capabilities:
+                counts["skipped"] += 1
+                missing = ", ".join(sorted(set(inv.needs) - cert.target.capabilities))
+                ET.SubElement(case, "skipped", message=f"not applicable: the target lacks {missing}")
+            elif not g.checked.get(inv.id):
+                counts["skipped"] += 1
+                ET.SubElement(case, "skipped", message=f"no {name} trace applicable to the target ran")
+        for k, v in counts.items():
+            suite.set(k, str(v))
+            totals[k] += v
+    for k, v in totals.items():
+        root.set(k, str(v))
+    root.set("time", f"{cert.timings.get('total_seconds', 0.0):.3f}")
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+# --------------------------------------------------------------------------------------
+# HTML
+# --------------------------------------------------------------------------------------
+
+_CSS: Final = """
+body { font-family: Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: 0.6em 0; }
+td, th { border: 1px solid #ddd; padding: 4px 8px; text-align: left; }
+th { background: #f3f5f8; } .num { text-align: right; }
+.badge { display: inline-block; padding: 2px 8px; border-radius: 10px; font-size: 0.9em; font-weight: bold; }
+.holds { background: #d5ecd4; color: #1b5e20; } .violated { background: #f6d5d5; color: #b71c1c; }
+.not_applicable { background: #eee; color: #555; } .pass { background: #d5ecd4; color: #1b5e20; }
+.fail { background: #f6d5d5; color: #b71c1c; }
+pre { background: #f7f7f7; border: 1px solid #e3e3e3; padding: 8px; overflow-x: auto; font-size: 0.85em; }
+.ce { border: 1px solid #e3c0c0; border-radius: 6px; padding: 0.6em 1em; margin: 1em 0; }
+.diagram { overflow-x: auto; } .muted { color: #777; }
+"""
+
+
+def _badge(status: str) -> str:
+    label = status.replace("_", " ")
+    return f'<span class="badge {escape(status)}">{escape(label)}</span>'
+
+
+def _lifecycle_svg(cert: Certification) -> str:
+    dot = lifecycle_diagram(covered=cert.transitions)
+    if has_dot():
+        svg: str = dot.pipe(format="svg").decode("utf-8")
+        return svg[svg.index("<svg") :]
+    return f"<pre>{escape(dot.source)}</pre><p class='muted'>Graphviz is not installed: the DOT source is shown.</p>"
+
+
+def html_report(cert: Certification) -> str:
+    """A self-contained HTML page (inline CSS and SVG)."""
+    doc = report_json(cert)
+    verdict = doc["verdict"]
+    parts: list[str] = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>callsafe certification: {escape(cert.target.spec)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>callsafe certification: {escape(cert.target.name)} {_badge(verdict)}</h1>",
+        f"<p class='muted'>target <code>{escape(cert.target.spec)}</code> · protocol "
+        f"{escape(cert.target.protocol)} · capabilities {escape(', '.join(sorted(cert.target.capabilities)))}"
+        f"<br>seed {cert.options.seed} · depth {cert.options.depth} · budget "
+        f"{cert.options.budget if cert.options.budget else 'none'} s"
+        f"{' (exhausted: generation stopped early)' if cert.budget_exhausted else ''} · "
+        f"{doc['summary']['traces_run']} traces run in {cert.timings.get('total_seconds', 0)} s · "
+        f"started {escape(doc['started_at'])} · callsafe {escape(cert.version)}</p>",
+        "<h2>Invariants</h2><table><tr><th>invariant</th><th>kind</th><th>status</th>"
+        "<th class='num'>traces checked</th><th class='num'>violated</th><th>property</th></tr>",
+    ]
+    for inv in cert.invariants.values():
+        parts.append(
+            f"<tr><td><a href='#{escape(inv.id)}'>{escape(inv.id)}</a></td><td>{escape(inv.kind)}</td>"
+            f"<td>{_badge(inv.status)}</td><td class='num'>{inv.traces_checked}</td>"
+            f"<td class='num'>{inv.traces_violated}</td><td>{escape(inv.title)}</td></tr>"
+        )
+    parts.append("</table>")
+    parts.append(
+        "<h2>Generators</h2><table><tr><th>generator</th><th class='num'>generated</th><th class='num'>ran</th>"
+        "<th class='num'>not applicable</th><th class='num'>skipped as equivalent</th>"
+        "<th class='num'>violating</th><th class='num'>target errors</th><th class='num'>seconds</th></tr>"
+    )
+    for name, g in cert.generators.items():
+        done = "" if g.complete else " <span class='muted'>(stopped by the budget)</span>"
+        parts.append(
+            f"<tr><td>{escape(name)}{done}</td><td class='num'>{g.generated}</td><td class='num'>{g.ran}</td>"
+            f"<td class='num'>{g.not_applicable}</td><td class='num'>{g.skipped_equivalent}</td>"
+            f"<td class='num'>{g.violating}</td><td class='num'>{g.errors}</td>"
+            f"<td class='num'>{g.seconds:.2f}</td></tr>"
+        )
+    parts.append("</table>")
+    if cert.not_applicable:
+        items = ", ".join(f"{escape(k)} ({v} traces)" for k, v in sorted(cert.not_applicable.items()))
+        parts.append(f"<p>Not applicable, for lack of a capability: {items}. Never counted as passed.</p>")
+    cov = doc["coverage"]["lifecycle_transitions"]
+    parts.append(
+        f"<h2>Coverage</h2><p>{cov['covered']} of {cov['total']} lifecycle transitions reached by the traces "
+        f"that ran; {doc['coverage']['transition_pairs']['reached']} pairs of consecutive transitions of one call.</p>"
+    )
+    if cov["missing"]:
+        missing = ", ".join(f"{s} --{e}-->" for s, e in cov["missing"])
+        parts.append(f"<p class='muted'>Not reached: {escape(missing)}</p>")
+    parts.append(f"<div class='diagram'>{_lifecycle_svg(cert)}</div>")
+    parts.append("<h2>Counterexamples</h2>")
+    if not cert.counterexamples:
+        parts.append("<p>None: no trace violated an invariant.</p>")
+    for inv_id, ces in sorted(cert.counterexamples.items()):
+        for n, ce in enumerate(ces):
+            keys = [f.key for f in ce.findings if f.key is not None]
+            files = " · ".join(
+                f"<a href='{escape(path)}'>{escape(kind)}</a>" for kind, path in sorted(ce.files.items())
+            )
+            parts.append(
+                f"<div class='ce' id='{escape(inv_id) if n == 0 else ''}'><h3>{escape(inv_id)} "
+                f"{_badge('violated')}</h3>"
+                f"<p>From the {escape(ce.generator)} generator: {len(ce.original.events)} events shrunk to "
+                f"{len(ce.minimal.events)} ({ce.tests_run} runs). {files}</p>"
+                "<ul>" + "".join(f"<li>{escape(f.describe())}</li>" for f in ce.findings) + "</ul>"
+            )
+            if ce.explanation:
+                parts.append("<p>What the model says happened to the call:</p><pre>")
+                parts.append(escape("\n".join(ce.explanation)) + "</pre>")
+            parts.append(f"<div class='diagram'>{sequence_svg(ce.minimal, ce.observations, keys)}</div>")
+            parts.append(f"<details><summary>minimal trace (JSON)</summary><pre>{escape(ce.minimal.dumps())}</pre>")
+            parts.append("</details></div>")
+    if cert.errors:
+        parts.append("<h2>Target errors</h2><ul>" + "".join(f"<li>{escape(e)}</li>" for e in cert.errors) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Reports:
+    """The files a run wrote."""
+
+    json: Path
+    junit: Path
+    html: Path
+    diagrams: list[Path] = field(default_factory=list)
+    counterexamples: list[Path] = field(default_factory=list)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def write_reports(cert: Certification, out_dir: Path, junit: Path | None = None) -> Reports:
+    """Write the counterexample files, then ``report.json``, the JUnit XML (``junit`` or
+    ``out_dir/junit.xml``), ``report.html`` and the coverage-coloured lifecycle diagram."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ce_dir = out_dir / "counterexamples"
+    written_ce: list[Path] = []
+    for inv_id, ces in sorted(cert.counterexamples.items()):
+        for n, ce in enumerate(ces):
+            ce_dir.mkdir(exist_ok=True)
+            stem = f"{_slug(inv_id)}-{n + 1}"
+            trace_path = ce_dir / f"{stem}.json"
+            test_path = ce_dir / f"test_{stem.replace('-', '_')}.py"
+            trace_path.write_text(ce.minimal.dumps() + "\n", encoding="utf-8")
+            test_path.write_text(
+                pytest_source(ce.minimal, inv_id, cert.target.spec, trace_path.name, cert.options.seed),
+                encoding="utf-8",
+            )
+            ce.files = {
+                "trace": str(trace_path.relative_to(out_dir)),
+                "pytest": str(test_path.relative_to(out_dir)),
+            }
+            written_ce += [trace_path, test_path]
+    json_path = out_dir / "report.json"
+    json_path.write_text(json.dumps(report_json(cert), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    junit_path = junit or out_dir / "junit.xml"
+    junit_path.parent.mkdir(parents=True, exist_ok=True)
+    junit_xml(cert).write(junit_path, encoding="utf-8", xml_declaration=True)
+    html_path = out_dir / "report.html"
+    html_path.write_text(html_report(cert), encoding="utf-8")
+    dot = lifecycle_diagram(covered=cert.transitions)
+    diagrams = [out_dir / "lifecycle-coverage.dot"]
+    diagrams[0].write_text(dot.source, encoding="utf-8")
+    if has_dot():
+        svg = out_dir / "lifecycle-coverage.svg"
+        svg.write_bytes(dot.pipe(format="svg"))
+        diagrams.append(svg)
+    return Reports(json_path, junit_path, html_path, diagrams, written_ce)

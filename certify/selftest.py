@@ -1,0 +1,60 @@
+"""``callsafe selftest``: certify every registered mutant and score the certifier.
+
+Why: the mutation score (caught mutants / all mutants) is the certifier's own test. A
+mutant is caught when certification finds any violation (or, when the mutant names the
+invariants expected to catch it, one of those); a mutant that slips through is a missing
+generator or checker, and the table says which.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from callsafe.certify.harness import Options, certify
+from callsafe.certify.mutants import Mutant
+
+__all__ = ["MutantResult", "mutation_score", "run_selftest"]
+
+
+@dataclass
+class MutantResult:
+    mutant: Mutant
+    caught_by: list[str]  # invariants violated
+    seconds: float
+    minimal_events: int | None  # the smallest counterexample, in events
+    error: str | None = None
+
+    @property
+    def caught(self) -> bool:
+        if self.error is not None or not self.caught_by:
+            return False
+        return not self.mutant.expect or bool(set(self.mutant.expect) & set(self.caught_by))
+
+
+def run_selftest(
+    mutants: Sequence[Mutant], options: Options, on_result: Callable[[MutantResult], None] | None = None
+) -> list[MutantResult]:
+    """Certify each mutant with ``options``."""
+    results = []
+    for mutant in mutants:
+        started = time.perf_counter()
+        try:
+            cert = certify(mutant.target, options)
+        except Exception as exc:  # a mutant that cannot be built is reported, not hidden
+            result = MutantResult(mutant, [], time.perf_counter() - started, None, f"{type(exc).__name__}: {exc}")
+        else:
+            sizes = [len(ce.minimal.events) for ces in cert.counterexamples.values() for ce in ces]
+            result = MutantResult(mutant, cert.violated, time.perf_counter() - started, min(sizes) if sizes else None)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
+
+
+def mutation_score(results: Sequence[MutantResult]) -> float | None:
+    """Caught / all, or None with no mutants."""
+    if not results:
+        return None
+    return sum(r.caught for r in results) / len(results)

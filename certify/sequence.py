@@ -1,0 +1,136 @@
+"""A counterexample as a sequence diagram: lanes harness, target, executor.
+
+Why drawn by hand as inline SVG rather than through Graphviz: a sequence diagram is rows
+of arrows between three lifelines, which Graphviz lays out poorly, and an inline SVG
+needs no program installed and lives inside ``report.html``. Each delivered event is an
+arrow from the harness to the target; what the target does at the boundary (asking the
+business validator, asking for a confirmation, showing a status, writing a ledger row)
+is an arrow back to the harness, and each execution an arrow to the executor, drawn red
+when a finding names its call. Rows are in the order things happened: an observation
+made while event ``i`` was being delivered comes after that event's arrow, and events
+delivered during a validation come after the validator's arrow.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import Final
+
+from callsafe.model.vocabulary import (
+    AuditRow,
+    BusinessValidated,
+    CallAddressed,
+    CallKey,
+    CallTerminal,
+    ConfirmationRequested,
+    Event,
+    Executed,
+    Fragment,
+    LedgerRow,
+    LogLine,
+    Observation,
+    StatusShown,
+    Trace,
+    event_to_json,
+)
+
+__all__ = ["describe_event", "sequence_rows", "sequence_svg"]
+
+_LANES: Final = {"harness": 110, "target": 420, "executor": 730}
+_ROW: Final = 24
+_TOP: Final = 56
+_WIDTH: Final = 860
+
+
+def _short(text: str, limit: int = 46) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_event(index: int, event: Event) -> str:
+    """One line for an event: its index, kind, call and the data that matters."""
+    where = ""
+    if isinstance(event, CallAddressed):
+        where = f" {event.turn}/{event.call}"
+    if isinstance(event, Fragment):
+        return _short(f"[{index}] fragment{where} #{event.position} {json.dumps(event.text, ensure_ascii=False)}")
+    if isinstance(event, CallTerminal):
+        return _short(f"[{index}] call_terminal{where} {event.event_id} {event.reason}")
+    body = {k: v for k, v in event_to_json(event)[event.kind].items() if k not in ("turn", "response", "item", "call")}
+    details = " ".join(f"{k}={v}" for k, v in body.items())
+    return _short(f"[{index}] {event.kind}{where} {details}".rstrip())
+
+
+def _describe_observation(obs: Observation) -> tuple[str, str, str]:
+    """(from lane, to lane, label)."""
+    if isinstance(obs, Executed):
+        return "target", "executor", _short(f"execute {obs.tool} {obs.key.short()} {json.dumps(obs.arguments)}")
+    if isinstance(obs, BusinessValidated):
+        return "target", "harness", f"validate {obs.key.short()}"
+    if isinstance(obs, ConfirmationRequested):
+        return "target", "harness", f"confirm? {obs.key.short()}"
+    if isinstance(obs, StatusShown):
+        return "target", "harness", f"status {obs.turn}: {obs.status}"
+    if isinstance(obs, LedgerRow):
+        return "target", "harness", _short(f"ledger {obs.key.short()}: {obs.decision}")
+    if isinstance(obs, AuditRow):
+        return "target", "harness", _short(f"audit {obs.action}: {len(obs.keys)} call(s)")
+    if isinstance(obs, LogLine):
+        return "target", "harness", _short(f"log: {obs.text}")
+    return "target", "harness", obs.kind
+
+
+def sequence_rows(trace: Trace, observations: Sequence[Observation]) -> list[tuple[str, str, str, Observation | None]]:
+    """The diagram's rows in the order things happened: (from, to, label, observation)."""
+    delivered = trace.delivered()
+    rows: list[tuple[str, str, str, Observation | None]] = []
+    next_event = 0
+    for obs in observations:
+        while next_event <= obs.step and next_event < len(delivered):
+            rows.append(("harness", "target", describe_event(next_event, delivered[next_event]), None))
+            next_event += 1
+        src, dst, label = _describe_observation(obs)
+        rows.append((src, dst, label, obs))
+    while next_event < len(delivered):
+        rows.append(("harness", "target", describe_event(next_event, delivered[next_event]), None))
+        next_event += 1
+    return rows
+
+
+def sequence_svg(trace: Trace, observations: Sequence[Observation], flagged: Iterable[CallKey] = ()) -> str:
+    """An ``<svg>`` element (no XML header: it is meant to be inlined in HTML)."""
+    bad = set(flagged)
+    rows = sequence_rows(trace, observations)
+    height = _TOP + _ROW * (len(rows) + 1)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="sequence" width="{_WIDTH}" height="{height}" '
+        f'viewBox="0 0 {_WIDTH} {height}" font-family="Helvetica, Arial, sans-serif" font-size="11">',
+        "<defs>",
+        '<marker id="arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+        '<path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker>',
+        '<marker id="arrow-bad" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto">'
+        '<path d="M0,0 L8,4 L0,8 z" fill="#c62828"/></marker>',
+        "</defs>",
+    ]
+    for lane, x in _LANES.items():
+        out.append(f'<rect x="{x - 55}" y="8" width="110" height="26" rx="4" fill="#eef2f7" stroke="#8899aa"/>')
+        out.append(f'<text x="{x}" y="25" text-anchor="middle" font-weight="bold">{lane}</text>')
+        out.append(f'<line x1="{x}" y1="34" x2="{x}" y2="{height - 8}" stroke="#aab" stroke-dasharray="4 3"/>')
+    for n, (src, dst, label, obs) in enumerate(rows):
+        y = _TOP + _ROW * n
+        x1, x2 = _LANES[src], _LANES[dst]
+        flagged_row = isinstance(obs, Executed) and obs.key in bad
+        color = "#c62828" if flagged_row else ("#555" if obs is None else "#2e6da4")
+        marker = "arrow-bad" if flagged_row else "arrow"
+        dash = ' stroke-dasharray="5 3"' if obs is not None and not isinstance(obs, Executed) else ""
+        width = "2.2" if flagged_row else "1.2"
+        out.append(
+            f'<line x1="{x1}" y1="{y}" x2="{x2 - 6 if x2 > x1 else x2 + 6}" y2="{y}" stroke="{color}" '
+            f'stroke-width="{width}"{dash} marker-end="url(#{marker})"/>'
+        )
+        tx = (x1 + x2) / 2
+        weight = ' font-weight="bold"' if flagged_row else ""
+        out.append(f'<text x="{tx}" y="{y - 4}" text-anchor="middle" fill="{color}"{weight}>{escape(label)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)

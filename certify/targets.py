@@ -1,0 +1,144 @@
+"""From a name on the command line to a target factory.
+
+Why a factory rather than a target: the harness starts a fresh target for every trace (a
+trace must not see what an earlier one left behind), and ``--workers N`` builds targets
+inside each worker process from the same name. So a target is named by something that
+can be imported anywhere:
+
+* ``reference`` (SQLite store in a temporary folder per run), ``reference:memory``,
+  ``reference:sqlite``, ``reference:postgres``: :class:`callsafe.targets.reference.ReferenceTarget`,
+  imported when a run starts, never at import time;
+* ``module:factory``: any callable in an importable module that returns a fresh
+  :class:`~callsafe.certify.contract.Target` each time it is called (a class works). The
+  current directory is importable, as with ``python -m``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from callsafe.certify.contract import CAPABILITIES, Target
+
+__all__ = [
+    "REFERENCE_STORES",
+    "TargetFactory",
+    "TargetInfo",
+    "TargetSpecError",
+    "describe",
+    "resolve_target",
+    "spec_of",
+]
+
+TargetFactory = Callable[[], Target]
+REFERENCE_STORES: Final = ("sqlite", "memory", "postgres")
+
+
+class TargetSpecError(ValueError):
+    """A target name that does not resolve to a target factory; the message says why."""
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """What a target says about itself, and the name it was resolved from."""
+
+    spec: str
+    name: str
+    protocol: str
+    capabilities: frozenset[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "name": self.name,
+            "protocol": self.protocol,
+            "capabilities": sorted(self.capabilities),
+        }
+
+
+def _reference(store: str) -> TargetFactory:
+    def factory() -> Target:
+        try:
+            module = importlib.import_module("callsafe.targets.reference")
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("callsafe.targets"):
+                raise TargetSpecError(
+                    "the reference implementation (callsafe.targets.reference) is not available in this installation"
+                ) from None
+            raise
+        target: Target = module.ReferenceTarget(store=store)
+        return target
+
+    factory.__qualname__ = f"reference:{store}"
+    return factory
+
+
+def resolve_target(spec: str) -> TargetFactory:
+    """The factory for a target name (see the module docstring for the forms)."""
+    if spec == "reference":
+        return _reference("sqlite")
+    if spec.startswith("reference:"):
+        store = spec.partition(":")[2]
+        if store not in REFERENCE_STORES:
+            raise TargetSpecError(f"unknown reference store {store!r}; known: {', '.join(REFERENCE_STORES)}")
+        return _reference(store)
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise TargetSpecError(f"a target is 'reference', 'reference:STORE' or 'module:factory', got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TargetSpecError(f"cannot import {module_name!r}: {exc}") from None
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise TargetSpecError(f"module {module_name!r} has no {attr!r}") from None
+    if not callable(obj):
+        raise TargetSpecError(f"{spec!r} is not callable: name a class or a function that returns a fresh target")
+    factory: Callable[[], Any] = obj
+
+    def build() -> Target:
+        target = factory()
+        check_target(target, spec)
+        return target  # type: ignore[no-any-return]
+
+    build.__qualname__ = spec
+    return build
+
+
+def check_target(target: object, spec: str = "target") -> None:
+    """Refuse what does not meet the Target contract, with a message that says how."""
+    if not isinstance(target, Target):
+        missing = [
+            m
+            for m in ("name", "protocol", "capabilities", "start", "receive", "restart", "close")
+            if not hasattr(target, m)
+        ]
+        raise TargetSpecError(f"{spec} built {type(target).__name__}, which lacks {', '.join(missing)} (see Target)")
+    unknown = set(target.capabilities) - CAPABILITIES
+    if unknown:
+        raise TargetSpecError(f"{spec} declares unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
+
+
+def describe(factory: TargetFactory, spec: str | None = None) -> TargetInfo:
+    """Build one target to read its name, protocol and capabilities."""
+    target = factory()
+    check_target(target, spec or "target")
+    return TargetInfo(spec or spec_of(factory), target.name, target.protocol, frozenset(target.capabilities))
+
+
+def spec_of(factory: TargetFactory) -> str:
+    """A name for a factory: its spec when it came from :func:`resolve_target`, else
+    ``module:qualname`` (importable when it is a module-level callable)."""
+    qualname = getattr(factory, "__qualname__", "") or getattr(factory, "__name__", "target")
+    if ":" in qualname:
+        return str(qualname)
+    return f"{getattr(factory, '__module__', '?')}:{qualname}"

@@ -1,0 +1,323 @@
+"""Every trace up to a bound, with call identities treated as symmetric.
+
+Why: the catalog holds the orders people thought of; this holds all of them, up to a
+bound. A trace is a turn start followed by up to ``length`` *template* events. A template
+is a concrete event with a hole for a call id (``open``, ``fragment k``, ``terminal``,
+``confirm``...) or a global event (a new turn, a cancel, an operator stop, a restart, a
+replay of everything so far). The call ids ``c0, c1, ...`` are interchangeable: renaming
+them consistently gives an equivalent trace (each id carries its own document, so a
+renaming maps documents too). The enumeration therefore keeps only the *canonical* member
+of each class, the one whose ids appear in first-use order ``c0, c1, ...``; every other
+member is counted as skipped as equivalent. Because a prefix that is not canonical has no
+canonical extension, whole subtrees are skipped at once and counted arithmetically.
+
+The stream is lazy (a depth-first walk; nothing is materialised) and deterministic (the
+templates are walked in a fixed order). :class:`ExhaustiveStats` says how many traces were
+produced and how many skipped so far.
+
+Data, fixed per call id so that fragments of one call never fit another: call ``c<i>``
+carries ``{"v":<100*(i+1)>}`` split into ``fragments`` pieces (``fragment k`` sends piece
+``k`` at position ``k``, so a repeated template is a duplicate delta and a reordering is an
+out-of-order delivery).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Final
+
+from callsafe.model.vocabulary import (
+    CallOpened,
+    CallTerminal,
+    CancelTurn,
+    Confirm,
+    DisableTool,
+    Disconnect,
+    Event,
+    Fragment,
+    Limits,
+    QuarantineResponse,
+    Replay,
+    ResponseTerminal,
+    Restart,
+    StopTenant,
+    ToolChanged,
+    ToolSpec,
+    Trace,
+    TurnStarted,
+)
+
+__all__ = [
+    "CONTROLS",
+    "Bound",
+    "ExhaustiveStats",
+    "build_trace",
+    "canonical",
+    "exhaustive_traces",
+    "piece",
+    "split_document",
+]
+
+# Controls that add templates. ``during_validation`` adds a tenant stop delivered while the
+# preceding call is being validated.
+CONTROLS: Final = (
+    "cancel",
+    "disconnect",
+    "response_end",
+    "quarantine",
+    "disable_tool",
+    "stop_tenant",
+    "catalog_change",
+    "restart",
+    "confirmation",
+    "replay",
+    "conflict",
+    "limits",
+    "malformed",
+    "during_validation",
+)
+
+_GLOBAL_BY_CONTROL: Final = {
+    "cancel": "cancel",
+    "disconnect": "disconnect",
+    "response_end": "response_end",
+    "quarantine": "quarantine",
+    "disable_tool": "disable_tool",
+    "stop_tenant": "stop_tenant",
+    "catalog_change": "catalog_change",
+    "replay": "replay",
+    "during_validation": "stop_during_validation",
+}
+_CALL_BY_CONTROL: Final = {
+    "confirmation": ("open_confirm", "confirm", "deny"),
+    "conflict": ("fragment_conflict",),
+    "limits": ("fragment_over_limit",),
+    "malformed": ("terminal_length",),
+}
+
+SCHEMA: Final = {"type": "object", "required": ["v"], "properties": {"v": {"type": "integer"}}}
+LIMITS: Final = Limits(call_bytes=64, turn_bytes=4096)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """How far to enumerate: call ids, turns (one conversation), pieces per document, the
+    enabled controls, restarts, and ``length`` template events after the first turn start."""
+
+    calls: int = 2
+    turns: int = 1
+    fragments: int = 1
+    controls: frozenset[str] = field(default_factory=frozenset)
+    restarts: int = 0
+    length: int = 3
+
+    def __post_init__(self) -> None:
+        unknown = set(self.controls) - set(CONTROLS)
+        if unknown:
+            raise ValueError(f"unknown controls {sorted(unknown)}; known: {list(CONTROLS)}")
+        if not (1 <= self.calls <= 4 and 1 <= self.turns <= 4 and 1 <= self.fragments <= 4 and self.length >= 0):
+            raise ValueError("bounds: 1-4 calls, 1-4 turns, 1-4 fragments, length >= 0")
+        if self.restarts < 0:
+            raise ValueError("restarts must be >= 0")
+
+    def call_templates(self) -> tuple[str, ...]:
+        base = ["open", *(f"fragment{k}" for k in range(self.fragments)), "terminal"]
+        for control, names in _CALL_BY_CONTROL.items():
+            if control in self.controls:
+                base.extend(names)
+        return tuple(base)
+
+    def global_templates(self) -> tuple[str, ...]:
+        return tuple(name for control, name in _GLOBAL_BY_CONTROL.items() if control in self.controls)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "calls": self.calls,
+            "turns": self.turns,
+            "fragments": self.fragments,
+            "controls": sorted(self.controls),
+            "restarts": self.restarts,
+            "length": self.length,
+        }
+
+
+@dataclass
+class ExhaustiveStats:
+    """Counts so far: traces produced (canonical) and skipped as equivalent."""
+
+    produced: int = 0
+    skipped: int = 0
+
+
+def document(call_index: int) -> str:
+    return json.dumps({"v": 100 * (call_index + 1)}, separators=(",", ":"))
+
+
+def split_document(text: str, pieces: int) -> list[str]:
+    """``text`` in ``pieces`` contiguous parts of (nearly) equal length."""
+    cuts = [round(k * len(text) / pieces) for k in range(pieces + 1)]
+    return [text[cuts[k] : cuts[k + 1]] for k in range(pieces)]
+
+
+def piece(call_index: int, k: int, pieces: int) -> str:
+    return split_document(document(call_index), pieces)[k]
+
+
+Instance = tuple[str, int]  # (template, call index or -1)
+
+
+@dataclass
+class _Concretiser:
+    """Turns a sequence of template instances into events (the call ids bind to the turn
+    current at their first mention, as in :class:`~callsafe.model.builder.TraceBuilder`)."""
+
+    bound: Bound
+    events: list[Event] = field(default_factory=list)
+    turn_no: int = 1
+    binding: dict[int, str] = field(default_factory=dict)
+
+    def turn(self) -> str:
+        return f"t{self.turn_no}"
+
+    def call(self, i: int) -> tuple[str, str, str, str]:
+        turn = self.binding.setdefault(i, self.turn())
+        return turn, f"r-{turn}", f"i-c{i}", f"c{i}"
+
+    def add(self, inst: Instance) -> None:
+        name, i = inst
+        b = self.bound
+        event: Event
+        if name == "turn":
+            self.turn_no += 1
+            event = TurnStarted(self.turn(), "u1", "acme")
+        elif name == "cancel":
+            event = CancelTurn(self.turn())
+        elif name == "disconnect":
+            event = Disconnect(self.turn(), f"r-{self.turn()}")
+        elif name == "response_end":
+            event = ResponseTerminal(self.turn(), f"r-{self.turn()}")
+        elif name == "quarantine":
+            event = QuarantineResponse(f"r-{self.turn()}")
+        elif name == "disable_tool":
+            event = DisableTool("op")
+        elif name == "stop_tenant":
+            event = StopTenant("acme")
+        elif name == "stop_during_validation":
+            event = StopTenant("acme", during_validation=True)
+        elif name == "catalog_change":
+            event = ToolChanged("op", "rename", "op_v2")
+        elif name == "restart":
+            event = Restart()
+        elif name == "replay":
+            event = Replay(0, len(self.events))
+        else:
+            turn, response, item, call = self.call(i)
+            if name in ("open", "open_confirm"):
+                event = CallOpened(turn, response, item, call, "op" if name == "open" else "op_confirm")
+            elif name.startswith("fragment") and name[len("fragment") :].isdigit():
+                k = int(name[len("fragment") :])
+                event = Fragment(turn, response, item, call, k, piece(i, k, b.fragments))
+            elif name == "fragment_conflict":
+                event = Fragment(turn, response, item, call, 0, "[")
+            elif name == "fragment_over_limit":
+                event = Fragment(turn, response, item, call, b.fragments, " " * (LIMITS.call_bytes + 1))
+            elif name == "terminal":
+                event = CallTerminal(turn, response, item, call, f"end-{turn}-{call}")
+            elif name == "terminal_length":
+                event = CallTerminal(turn, response, item, call, f"len-{turn}-{call}", "length")
+            elif name in ("confirm", "deny"):
+                event = Confirm(turn, response, item, call, name == "confirm")
+            else:  # pragma: no cover - the templates are the names above
+                raise ValueError(f"unknown template {name!r}")
+        self.events.append(event)
+
+
+def _tools(bound: Bound) -> dict[str, ToolSpec]:
+    tools = {"op": ToolSpec(schema=SCHEMA)}
+    if "confirmation" in bound.controls:
+        tools["op_confirm"] = ToolSpec(schema=SCHEMA, confirm=True)
+    return tools
+
+
+def _label(inst: Instance) -> str:
+    name, i = inst
+    return name if i < 0 else f"{name}(c{i})"
+
+
+def build_trace(bound: Bound, instances: list[Instance]) -> Trace:
+    """The trace of a template sequence (after the first turn start)."""
+    c = _Concretiser(bound)
+    c.events.append(TurnStarted("t1", "u1", "acme"))
+    for inst in instances:
+        c.add(inst)
+    return Trace(
+        events=tuple(c.events),
+        tools=_tools(bound),
+        limits=LIMITS,
+        name="exhaustive: " + " ".join(_label(x) for x in instances),
+        source=f"exhaustive enumeration, bound {bound.to_json()}",
+    )
+
+
+def exhaustive_traces(bound: Bound, stats: ExhaustiveStats | None = None) -> Iterator[Trace]:
+    """Every canonical trace of 1..``bound.length`` template events, lazily, depth first.
+
+    ``stats`` (updated as the stream is consumed) counts the traces produced and those
+    skipped because a renaming of call ids makes them equal to a produced one."""
+    stats = stats if stats is not None else ExhaustiveStats()
+    call_templates = bound.call_templates()
+    global_templates = bound.global_templates()
+
+    def alphabet(turns_used: int, restarts_used: int) -> list[Instance]:
+        out: list[Instance] = []
+        if turns_used < bound.turns:
+            out.append(("turn", -1))
+        out.extend((name, -1) for name in global_templates)
+        if "restart" in bound.controls and restarts_used < bound.restarts:
+            out.append(("restart", -1))
+        out.extend((name, i) for i in range(bound.calls) for name in call_templates)
+        return out
+
+    @functools.cache
+    def subtree(remaining: int, turns_used: int, restarts_used: int) -> int:
+        """Sequences of 0..remaining more instances after a prefix (the prefix included)."""
+        if remaining == 0:
+            return 1
+        total = 1
+        for name, _ in alphabet(turns_used, restarts_used):
+            total += subtree(remaining - 1, turns_used + (name == "turn"), restarts_used + (name == "restart"))
+        return total
+
+    prefix: list[Instance] = []
+
+    def walk(turns_used: int, restarts_used: int, ids_used: int) -> Iterator[Trace]:
+        if len(prefix) == bound.length:
+            return
+        for inst in alphabet(turns_used, restarts_used):
+            name, i = inst
+            turns_next = turns_used + (name == "turn")
+            restarts_next = restarts_used + (name == "restart")
+            if i > ids_used:  # an id used before the ids below it: not canonical, nor any extension
+                stats.skipped += subtree(bound.length - len(prefix) - 1, turns_next, restarts_next)
+                continue
+            prefix.append(inst)
+            stats.produced += 1
+            yield build_trace(bound, prefix)
+            yield from walk(turns_next, restarts_next, max(ids_used, i + 1))
+            prefix.pop()
+
+    return walk(1, 0, 0)
+
+
+def canonical(instances: list[Instance]) -> list[Instance]:
+    """Rename call ids in order of first appearance (the canonical member of the class)."""
+    names: dict[int, int] = {}
+    out: list[Instance] = []
+    for name, i in instances:
+        if i >= 0:
+            i = names.setdefault(i, len(names))
+        out.append((name, i))
+    return out

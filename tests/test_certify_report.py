@@ -1,0 +1,95 @@
+"""The reports: report.json against its schema, JUnit XML, report.html, and the sequence
+diagrams of counterexamples."""
+
+from __future__ import annotations
+
+import functools
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+
+from callsafe.certify.harness import Certification, Options, certify, check_trace
+from callsafe.certify.report import REPORT_SCHEMA, html_report, junit_xml, report_json, write_reports
+from callsafe.certify.sequence import sequence_rows, sequence_svg
+from callsafe.generators.catalog import by_name
+
+OPTIONS = Options(depth=1, walks=20, generators=("catalog", "walks"))
+
+
+@functools.cache
+def broken() -> Certification:
+    return certify("toy_targets:dispatch_on_first_parse", OPTIONS)
+
+
+@functools.cache
+def limited() -> Certification:
+    return certify("toy_targets:simple", OPTIONS)
+
+
+def test_report_json_follows_its_schema(tmp_path: Path) -> None:
+    jsonschema.Draft202012Validator.check_schema(REPORT_SCHEMA)
+    for cert in (broken(), limited()):
+        reports = write_reports(cert, tmp_path / cert.target.spec.replace(":", "-"))
+        doc = json.loads(reports.json.read_text())
+        jsonschema.validate(doc, REPORT_SCHEMA)
+    doc = report_json(broken())
+    assert doc["verdict"] == "fail" and "INV-TERMINAL" in doc["summary"]["safety_violated"]
+    inv = next(i for i in doc["invariants"] if i["id"] == "INV-TERMINAL")
+    assert inv["status"] == "violated" and inv["counterexamples"][0]["minimal_events"] <= 6
+    assert inv["counterexamples"][0]["files"]["trace"].endswith(".json")
+    ok = report_json(limited())
+    assert ok["verdict"] == "pass" and ok["summary"]["violated"] == []
+    statuses = {i["id"]: i["status"] for i in ok["invariants"]}
+    assert statuses["INV-LEDGER"] == "not_applicable" and statuses["INV-ONCE"] == "holds"
+    assert ok["not_applicable"]["restart"] > 0 and ok["seed"] == 0
+    assert ok["coverage"]["lifecycle_transitions"]["total"] == 55
+
+
+def test_junit_has_one_case_per_invariant_per_generator() -> None:
+    root = junit_xml(broken()).getroot()
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["callsafe.catalog", "callsafe.walks"]
+    for suite in suites:
+        assert len(suite.findall("testcase")) == 11
+    catalog = suites[0]
+    failed = {c.get("name") for c in catalog.findall("testcase") if c.find("failure") is not None}
+    assert failed == set(broken().generators["catalog"].violated)
+    skipped = {c.get("name") for c in catalog.findall("testcase") if c.find("skipped") is not None}
+    assert {"INV-LEDGER", "INV-STATUS", "INV-CONFIRM", "INV-BOUNDED"} <= skipped
+    assert int(root.get("failures", "0")) >= len(failed)
+    ET.fromstring(ET.tostring(root))  # well formed
+
+
+def test_html_shows_verdicts_counterexamples_and_coverage(tmp_path: Path) -> None:
+    page = html_report(broken())
+    for inv in broken().invariants:
+        assert inv in page
+    assert 'class="badge violated"' in page and 'class="badge not_applicable"' in page
+    assert page.count('class="sequence"') == len(broken().counterexamples)
+    assert ">harness</text>" in page and ">executor</text>" in page
+    assert "lifecycle" in page  # the coverage-coloured lifecycle diagram
+    reports = write_reports(broken(), tmp_path)
+    assert reports.html.read_text() == html_report(broken())
+    assert (tmp_path / "lifecycle-coverage.dot").exists()
+    tests = [p for p in reports.counterexamples if p.suffix == ".py"]
+    assert len(tests) == len(broken().counterexamples)
+
+
+def test_sequence_rows_follow_what_happened() -> None:
+    trace = by_name("emergency-stop-during-validation").trace
+    checked = check_trace("toy_targets:model_target", trace)
+    assert checked.run is not None
+    rows = sequence_rows(trace, checked.run.observations)
+    labels = [label for _, _, label, _ in rows]
+    validate = next(i for i, label in enumerate(labels) if label.startswith("validate"))
+    stop = next(i for i, label in enumerate(labels) if "stop_tenant" in label)
+    terminal = next(i for i, label in enumerate(labels) if "call_terminal" in label)
+    assert terminal < validate < stop  # the stop arrived while the call was being validated
+    assert not any(src == "target" and dst == "executor" for src, dst, _, _ in rows)
+    bad = check_trace("toy_targets:dispatch_on_first_parse", by_name("no-terminal-no-execution").trace)
+    assert bad.run is not None
+    keys = [f.key for f in bad.judgement.findings if f.key]
+    svg = sequence_svg(bad.trace, bad.run.observations, keys)
+    assert svg.startswith("<svg") and 'stroke="#c62828"' in svg  # the bad execution in red
