@@ -69,6 +69,17 @@ class _Catalog(dict[str, ToolSpec]):
             )
 
 
+class _ProcessCrash(BaseException):
+    """A :class:`Restart` marked ``during_validation``: the process dies inside the business
+    validator. Raised there, it unwinds the target's whole stack (a ``BaseException``, so an
+    ``except Exception`` in the target cannot swallow it, as no code survives a crash), and
+    the outermost delivery restarts the target. The validator never returns."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
+
+
 class _Delivery:
     """Delivers events to the target, tracking the step and the during-validation window."""
 
@@ -77,23 +88,45 @@ class _Delivery:
         self.run = run
         self.catalog = catalog
         self.step = -1
+        self.depth = 0  # nesting of deliveries (re-entrant from inside the validator)
         self.pending: list[tuple[int, Event]] = []
 
     def deliver(self, index: int, event: Event) -> None:
         self.step = index
         if isinstance(event, ToolChanged):
             self.catalog.apply(event)
+        crashed = False
+        self.depth += 1
         try:
             if isinstance(event, Restart):
-                self.target.restart()
+                self._restart(index)
             else:
                 self.target.receive(event)
+        except _ProcessCrash as crash:
+            if self.depth > 1:
+                raise  # a crash ends every frame of the process, not just the innermost
+            self._restart(crash.index)
+            crashed = True
         except Exception as exc:  # the target's own failure is an observation, not a crash
             self.run.errors.append(f"step {index}: {type(exc).__name__}: {exc}")
+        finally:
+            self.depth -= 1
+        if crashed:
+            self.flush_pending()  # what was still to come arrives at the restarted process
+
+    def _restart(self, index: int) -> None:
+        self.step = index
+        try:
+            self.target.restart()
+        except Exception as exc:
+            self.run.errors.append(f"step {index}: restart: {type(exc).__name__}: {exc}")
 
     def flush_pending(self) -> None:
-        pending, self.pending = self.pending, []
-        for index, event in pending:
+        while self.pending:
+            index, event = self.pending.pop(0)
+            if isinstance(event, Restart) and self.depth > 0:
+                # A restart during validation is a crash there: the validator never returns.
+                raise _ProcessCrash(index)
             self.deliver(index, event)
 
     # -- the harness-owned services ---------------------------------------------------

@@ -104,7 +104,13 @@ class CallKey:
 
 @dataclass(frozen=True)
 class Event:
-    """Base of every abstract input event. ``kind`` is the JSON name of the event."""
+    """Base of every abstract input event. ``kind`` is the JSON name of the event.
+
+    Most events carry ``during_validation``: when true, the harness delivers the event
+    while the business validator of the call whose terminal event precedes it is running
+    (late data, a stop, a confirmation arriving in that window). A ``Restart`` during
+    validation is a crash there: the validator never returns (the harness unwinds the
+    target and restarts it). ``Replay`` and ``TextFragment`` do not carry the flag."""
 
     kind: ClassVar[str] = "event"
 
@@ -142,6 +148,7 @@ class CallOpened(CallAddressed):
 
     kind: ClassVar[str] = "call_opened"
     tool: str = ""
+    during_validation: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,6 +159,7 @@ class Fragment(CallAddressed):
     kind: ClassVar[str] = "fragment"
     position: int = 0
     text: str = ""
+    during_validation: bool = False
 
 
 @dataclass(frozen=True)
@@ -172,6 +180,7 @@ class CallTerminal(CallAddressed):
     kind: ClassVar[str] = "call_terminal"
     event_id: str = ""
     reason: StopReason = "completed"
+    during_validation: bool = False
 
 
 @dataclass(frozen=True)
@@ -183,6 +192,7 @@ class ResponseTerminal(Event):
     turn: str
     response: str
     reason: StopReason = "completed"
+    during_validation: bool = False
 
 
 @dataclass(frozen=True)
@@ -233,6 +243,7 @@ class Confirm(CallAddressed):
 
     kind: ClassVar[str] = "confirm"
     approved: bool = True
+    during_validation: bool = False
 
 
 @dataclass(frozen=True)
@@ -271,6 +282,7 @@ class Restart(Event):
     """The process restarts: what is not durable is gone."""
 
     kind: ClassVar[str] = "restart"
+    during_validation: bool = False
 
 
 EVENT_TYPES: Final[dict[str, type[Event]]] = {

@@ -82,6 +82,8 @@ USER_TARGET = textwrap.dedent(
                     self.calls[ident] = {"key": ident, "tool": None, "parts": {}, "state": "failed", "size": 0}
                 elif call["state"] == "open":
                     self._fragment(call, ev)
+                elif call["state"] == "validating" and call["parts"].get(ev.position) != ev.text:
+                    call["state"] = "failed"  # data after the terminal event: not finished
             elif isinstance(ev, CallTerminal):
                 seen = ev.event_id in self.ids
                 self.ids.add(ev.event_id)
@@ -89,6 +91,8 @@ USER_TARGET = textwrap.dedent(
                     self.calls[ident] = {"key": ident, "tool": None, "parts": {}, "state": "failed", "size": 0}
                 elif not seen and call["state"] == "open":
                     self._finish(call, ev)
+                elif not seen and call["state"] == "validating" and ev.reason != "completed":
+                    call["state"] = "failed"
 
         def _fragment(self, call, ev):
             size = len(ev.text.encode("utf-8", "surrogatepass"))
@@ -119,8 +123,11 @@ USER_TARGET = textwrap.dedent(
                 return
             turn = self.turns[ev.turn]
             key = CallKey(turn.tenant, *call["key"])
-            if self.env.business_validator(key, call["tool"], arguments) is not None or not spec.permits(turn.actor):
-                return
+            call["state"] = "validating"
+            problem = self.env.business_validator(key, call["tool"], arguments)
+            if call["state"] != "validating" or problem is not None or not spec.permits(turn.actor):
+                call["state"] = "failed"
+                return  # stopped while validating, or refused
             call["state"] = "done"
             self.env.executor(key, turn.actor, call["tool"], arguments, turn.traceparent)
 

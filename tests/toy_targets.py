@@ -273,6 +273,11 @@ class SimpleAssembler:
         if buf is None:
             self._new(ev, None, "failed")  # data for a call never announced
             return
+        if buf.state == "validating":
+            # Data after the terminal event: the call was not finished (a repeat is harmless).
+            if buf.parts.get(ev.position) != ev.text:
+                buf.state = "failed"
+            return
         if buf.state != "collecting":
             return
         size = len(ev.text.encode("utf-8", "surrogatepass"))
@@ -307,6 +312,9 @@ class SimpleAssembler:
         buf = self._buffer(ev)
         if buf is None:
             self._new(ev, None, "failed")
+            return
+        if buf.state == "validating" and not seen and ev.reason != "completed":
+            buf.state = "failed"  # a stop reason arriving while the call is being validated
             return
         if seen or buf.state != "collecting":
             return
