@@ -389,3 +389,26 @@ def selftest_cmd(budget: float | None, depth: int, seed: int) -> None:
     console.print(f"mutation score: {n_caught}/{len(results)} ({(score or 0) * 100:.0f}%)")
     if n_caught != len(results):
         sys.exit(1)
+
+
+def _register_extensions() -> None:
+    """Commands that live in their own modules, so each stays small: the formal side
+    (`prove`, `export`) and, where present, `matrix` and `inspect`."""
+    from importlib import import_module
+
+    for module, names in (
+        ("callsafe.certify.cli_formal", ("prove_cmd", "export_cmd")),
+        ("callsafe.certify.cli_matrix", ("matrix_cmd",)),
+        ("callsafe.certify.cli_inspect", ("inspect_cmd",)),
+    ):
+        try:
+            loaded = import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        for name in names:
+            main.add_command(getattr(loaded, name))
+
+
+_register_extensions()
