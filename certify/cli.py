@@ -369,19 +369,23 @@ def selftest_cmd(budget: float | None, depth: int, seed: int) -> None:
         return
     results = run_selftest(mutants, Options(budget=budget, depth=depth, seed=seed, counterexamples=1))
     table = Table(title="mutation score")
-    for col in ("mutant", "caught by", "seconds", "minimal counterexample"):
+    for col in ("mutant", "bug", "caught by (expected)", "also violated", "seconds", "minimal counterexample"):
         table.add_column(col)
     for r in results:
-        caught = (
-            ", ".join(r.caught_by) if r.caught_by else (f"error: {r.error}" if r.error else "[red]not caught[/red]")
-        )
-        if r.caught_by and not r.caught:
-            caught += f" [red](expected {', '.join(r.mutant.expect)})[/red]"
+        if r.error:
+            caught = f"[red]error: {r.error}[/red]"
+        elif not r.caught:
+            caught = f"[red]not caught (expected {', '.join(r.mutant.expect)})[/red]"
+        else:
+            caught = ", ".join(r.expected_hits)
+        also = ", ".join(i for i in r.caught_by if i not in r.expected_hits)
         table.add_row(
             r.mutant.name,
+            r.mutant.description,
             caught,
+            also,
             f"{r.seconds:.2f}",
-            f"{r.minimal_events} events" if r.minimal_events is not None else "-",
+            f"{r.expected_minimal} events" if r.expected_minimal is not None else "-",
         )
     console.print(table)
     score = mutation_score(results)

@@ -25,6 +25,14 @@ class MutantResult:
     seconds: float
     minimal_events: int | None  # the smallest counterexample, in events
     error: str | None = None
+    expected_minimal: int | None = None  # the smallest counterexample of an expected invariant
+
+    @property
+    def expected_hits(self) -> list[str]:
+        """The expected invariants that caught it (all that caught it, when none is named)."""
+        if not self.mutant.expect:
+            return list(self.caught_by)
+        return [i for i in self.caught_by if i in self.mutant.expect]
 
     @property
     def caught(self) -> bool:
@@ -46,7 +54,19 @@ def run_selftest(
             result = MutantResult(mutant, [], time.perf_counter() - started, None, f"{type(exc).__name__}: {exc}")
         else:
             sizes = [len(ce.minimal.events) for ces in cert.counterexamples.values() for ce in ces]
-            result = MutantResult(mutant, cert.violated, time.perf_counter() - started, min(sizes) if sizes else None)
+            expected = [
+                len(ce.minimal.events)
+                for inv, ces in cert.counterexamples.items()
+                if not mutant.expect or inv in mutant.expect
+                for ce in ces
+            ]
+            result = MutantResult(
+                mutant,
+                cert.violated,
+                time.perf_counter() - started,
+                min(sizes) if sizes else None,
+                expected_minimal=min(expected) if expected else None,
+            )
         results.append(result)
         if on_result is not None:
             on_result(result)
