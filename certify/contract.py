@@ -18,6 +18,11 @@ needs a capability the target lacks is "not applicable", never "passed".
 
 Writing an adapter for one's own implementation is one small class with ``start``,
 ``receive`` and (optionally) ``restart`` and ``close``; see the README.
+
+A target that reads a provider's wire (:class:`ProtocolTarget`, as the client-library
+adapters in :mod:`callsafe.targets` do) also has ``receive_wire(payload)``, for each decoded
+payload of that provider's stream, and ``end_stream()``, called when a stream's body ends
+normally; the harness renders each abstract trace for it (:mod:`callsafe.certify.wire`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ __all__ = [
     "CAPABILITIES",
     "BusinessValidator",
     "Executor",
+    "ProtocolTarget",
     "Target",
     "TargetEnv",
 ]
@@ -99,3 +105,18 @@ class Target(Protocol):
 
     def close(self) -> None:
         """End the run and release resources."""
+
+
+@runtime_checkable
+class ProtocolTarget(Target, Protocol):
+    """A target that consumes one provider's wire protocol (``protocol`` names it, as in
+    :mod:`callsafe.providers.registry`). Application events still arrive through
+    :meth:`Target.receive`, a dropped connection as a
+    :class:`~callsafe.model.vocabulary.Disconnect` among them."""
+
+    def receive_wire(self, payload: Mapping[str, Any]) -> None:
+        """Deliver one decoded payload of the current stream (one SSE ``data:`` object)."""
+
+    def end_stream(self) -> None:
+        """The current stream's body ended normally (after ``data: [DONE]`` where the
+        protocol sends it): where an application reads a library's final result."""

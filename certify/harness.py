@@ -9,6 +9,12 @@ Why it is shaped this way:
   declare (:func:`callsafe.generators.needs.needed_capabilities`) is counted as not
   applicable and never run; an invariant whose observations the target cannot produce is
   not applicable (never "holds") for it.
+* **Provider-protocol targets** (client libraries, :mod:`callsafe.targets`) get every trace
+  rendered for their protocol (:mod:`callsafe.certify.wire`). A trace the protocol (or a
+  target that reads one stream at a time) cannot express is not applicable, counted under
+  ``"<protocol> rendering"``; the relabelled trace is the one that runs and is judged; and
+  a liveness shortfall counts only for calls whose response ended normally (a library
+  presents calls at the end of the response).
 * **Safety apart from liveness.** Each run is judged by the invariant checkers and by a
   direct comparison with the oracle (:mod:`callsafe.certify.judge`); findings keep their
   kind.
@@ -38,6 +44,8 @@ from callsafe.certify.contract import CAPABILITIES, Target
 from callsafe.certify.judge import Finding, Judgement, judge_observations
 from callsafe.certify.runner import Run, run_trace
 from callsafe.certify.targets import TargetFactory, TargetInfo, describe, resolve_target, spec_of
+from callsafe.certify.wire import ABSTRACT, NotRepresentable, not_applicable_reason, prepare, response_deferred_liveness
+from callsafe.certify.wire_traces import wire_traces
 from callsafe.generators.catalog import CATALOG
 from callsafe.generators.coverage import (
     ALL_TRANSITIONS,
@@ -53,11 +61,15 @@ from callsafe.generators.needs import exhaustive_controls, needed_capabilities
 from callsafe.generators.walks import random_walks, walk_config
 from callsafe.model.abstract import Config
 from callsafe.model.invariants import INVARIANTS
+from callsafe.model.lifecycle import CallEvent
 from callsafe.model.oracle import Oracle, judge
 from callsafe.model.vocabulary import Observation, Trace
 
 __all__ = [
+    "BYTE_CAPS",
     "GENERATORS",
+    "KNOWN_GENERATORS",
+    "WIRE_GENERATOR",
     "Certification",
     "Checked",
     "Counterexample",
@@ -69,23 +81,34 @@ __all__ = [
     "certify",
     "check_trace",
     "exhaustive_bound",
+    "generators_for",
 ]
 
 GENERATORS: Final = ("catalog", "coverage", "walks", "exhaustive")
+WIRE_GENERATOR: Final = "wire"  # wire-shaped traces (callsafe.certify.wire_traces)
+KNOWN_GENERATORS: Final = (*GENERATORS, WIRE_GENERATOR)
 
 
-def exhaustive_bound(depth: int, capabilities: frozenset[str] = CAPABILITIES) -> Bound:
+def exhaustive_bound(depth: int, capabilities: frozenset[str] = CAPABILITIES, protocol: str = ABSTRACT) -> Bound:
     """The exhaustive generator's bound for ``--depth N``: two call ids, two turns (one
     without cancellation: a second turn supersedes the first), two fragments per call,
     the common controls the target can take, one restart if it can restart, and up to N
-    events after the turn start."""
+    events after the turn start.
+
+    For a provider-protocol target a response's end replaces the replay of everything so
+    far: no wire opens a call twice, so such replays are never representable, while a
+    wire cannot end a call without its response (Chat Completions) unless the trace can
+    end the response."""
     cancellation = "cancellation" in capabilities
     restart = "restart" in capabilities
+    controls = exhaustive_controls(capabilities)
+    if protocol != ABSTRACT:
+        controls = (controls - {"replay"}) | {"response_end"}
     return Bound(
         calls=2,
         turns=2 if cancellation else 1,
         fragments=2,
-        controls=exhaustive_controls(capabilities),
+        controls=controls,
         restarts=1 if restart else 0,
         length=depth,
     )
@@ -106,9 +129,9 @@ class Options:
     minimize_budget: float = 30.0  # seconds, all counterexamples together
 
     def __post_init__(self) -> None:
-        unknown = set(self.generators) - set(GENERATORS)
+        unknown = set(self.generators) - set(KNOWN_GENERATORS)
         if unknown:
-            raise ValueError(f"unknown generators {sorted(unknown)}; known: {', '.join(GENERATORS)}")
+            raise ValueError(f"unknown generators {sorted(unknown)}; known: {', '.join(KNOWN_GENERATORS)}")
         if self.workers < 1 or self.depth < 0 or (self.budget is not None and self.budget <= 0):
             raise ValueError("workers >= 1, depth >= 0 and a positive budget")
 
@@ -153,6 +176,7 @@ class Checked:
     run: Run | None
     oracle: Oracle
     judgement: Judgement
+    note: str = ""  # why the trace is not applicable, beyond the missing capabilities
 
     @property
     def violated(self) -> set[str]:
@@ -167,17 +191,57 @@ def _not_applicable_judgement() -> Judgement:
 
 
 def _run_checked(factory: TargetFactory, capabilities: frozenset[str], trace: Trace) -> Checked:
-    oracle = judge(trace)
     missing = tuple(sorted(needed_capabilities(trace) - capabilities))
     if missing:
-        return Checked(trace, missing, None, oracle, _not_applicable_judgement())
+        return Checked(trace, missing, None, judge(trace), _not_applicable_judgement())
     try:
         target: Target = factory()
+    except Exception as exc:  # a target that cannot even be built: recorded, judged on nothing
+        oracle = judge(trace)
+        run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
+        return Checked(trace, missing, run, oracle, judge_observations(trace, [], capabilities, run.errors, oracle))
+    if target.protocol != ABSTRACT:
+        return _run_checked_wire(target, capabilities, trace)
+    oracle = judge(trace)
+    try:
         run = run_trace(target, trace)
     except Exception as exc:  # a target that cannot even start: recorded, judged on nothing
         run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
     judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
     return Checked(trace, missing, run, oracle, judgement)
+
+
+BYTE_CAPS: Final = "byte caps"
+
+
+def _run_checked_wire(target: Target, capabilities: frozenset[str], trace: Trace) -> Checked:
+    """One trace against a provider-protocol target: relabelled, rendered, run, judged (see
+    :mod:`callsafe.certify.wire` for the rules).
+
+    A trace whose verdicts turn on a byte cap (the model refuses a call for exceeding
+    it) is not applicable, counted under :data:`BYTE_CAPS`: the caps in ``env.limits`` are
+    the application's configuration, no provider's wire carries them, and a client library
+    has no setting for them, so a library that runs such a call has broken no promise of
+    its own. (A capability for caps would let a wire target that enforces them opt in.)"""
+    try:
+        trace, plan = prepare(trace, target.protocol)
+    except NotRepresentable as exc:
+        reason = not_applicable_reason(target.protocol)
+        return Checked(trace, (reason,), None, judge(trace), _not_applicable_judgement(), str(exc))
+    oracle = judge(trace)
+    if any(step.event is CallEvent.OVER_LIMIT for step in oracle.steps):
+        note = "the model refuses a call for a byte cap, which is the application's setting, not the wire's"
+        return Checked(trace, (BYTE_CAPS,), None, oracle, _not_applicable_judgement(), note)
+    try:
+        run = run_trace(target, trace, plan=plan)
+    except Exception as exc:  # a target that cannot even start: recorded, judged on nothing
+        run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
+    judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
+    live = judgement.results.get("LIVE-DISPATCH")
+    if live:
+        counts = response_deferred_liveness(trace)
+        judgement.results["LIVE-DISPATCH"] = [f for f in live if counts(f.key)]
+    return Checked(trace, (), run, oracle, judgement)
 
 
 def check_trace(target: str | TargetFactory, trace: Trace) -> Checked:
@@ -347,11 +411,19 @@ def _coverage_suite(config: Config, during: bool) -> CoverageSuite:
 
 
 def _traces(
-    name: str, options: Options, capabilities: frozenset[str], stats: GeneratorStats, exhaustive: ExhaustiveStats
+    name: str,
+    options: Options,
+    capabilities: frozenset[str],
+    stats: GeneratorStats,
+    exhaustive: ExhaustiveStats,
+    protocol: str = ABSTRACT,
 ) -> tuple[Iterator[Trace], int | None]:
     """A generator's traces, configured for what the target can take."""
     if name == "catalog":
         return (s.trace for s in CATALOG), len(CATALOG)
+    if name == WIRE_GENERATOR:
+        traces = list(wire_traces())
+        return iter(traces), len(traces)
     during = "business_validation" in capabilities
     if name == "coverage":
         suite = _coverage_suite(config_for(capabilities), during)
@@ -361,7 +433,7 @@ def _traces(
         config = walk_config(capabilities)
         stats.info = {"config": config.to_json(), "seed": options.seed}
         return random_walks(options.seed, options.walks, config, during=during), options.walks
-    bound = exhaustive_bound(options.depth, capabilities)
+    bound = exhaustive_bound(options.depth, capabilities, protocol)
     stats.info = {"bound": bound.to_json()}
     return exhaustive_traces(bound, exhaustive), None
 
@@ -416,6 +488,15 @@ class _Executor:
             self.pool.join()
 
 
+def generators_for(options: Options, info: TargetInfo) -> tuple[str, ...]:
+    """The generators a certification runs: ``options.generators``, and for a
+    provider-protocol target left at the default, the wire-shaped traces first (the other
+    generators' traces mostly cannot be said on a wire, see :mod:`callsafe.certify.wire_traces`)."""
+    if info.protocol != ABSTRACT and options.generators == GENERATORS:
+        return (WIRE_GENERATOR, *GENERATORS)
+    return options.generators
+
+
 def certify(
     target: str | TargetFactory,
     options: Options | None = None,
@@ -428,11 +509,6 @@ def certify(
     factory = resolve_target(target) if isinstance(target, str) else target
     spec = target if isinstance(target, str) else spec_of(factory)
     info = describe(factory, spec)
-    if info.protocol != "abstract":
-        raise ValueError(
-            f"target {info.name!r} consumes protocol {info.protocol!r}; this harness delivers abstract events "
-            "only (wire rendering comes with callsafe.providers)"
-        )
     if options.workers > 1 and not isinstance(target, str):
         raise ValueError("--workers needs a target named by a string ('module:factory'), built in each worker")
 
@@ -484,12 +560,13 @@ def certify(
                 if len(kept) < max(options.counterexamples, 1):
                     kept.append(Example(result.generator, trace, found))
 
+    generator_names = generators_for(options, info)
     try:
-        for name in options.generators:
+        for name in generator_names:
             stats = gen_stats[name] = GeneratorStats(name)
             exhaustive = ExhaustiveStats()
             begun = time.perf_counter()
-            traces, total = _traces(name, options, info.capabilities, stats, exhaustive)
+            traces, total = _traces(name, options, info.capabilities, stats, exhaustive, info.protocol)
             done = 0
             for index, trace in enumerate(traces):
                 if deadline is not None and time.perf_counter() > deadline:
@@ -517,7 +594,7 @@ def certify(
         raise
     executor.close()
     run_seconds = time.perf_counter() - t0
-    for name in options.generators:
+    for name in generator_names:
         if name not in gen_stats:
             gen_stats[name] = GeneratorStats(name, complete=False)
 

@@ -49,6 +49,11 @@ def certify_machine(
     ``TestCase`` in a test module, or ``hypothesis.stateful.run_state_machine_as_test``."""
     factory = resolve_target(target) if isinstance(target, str) else target
     info = describe(factory, target if isinstance(target, str) else None)
+    if info.protocol != "abstract":
+        raise ValueError(
+            f"{info.name} reads {info.protocol!r}: the state machine sends abstract events one at a time; "
+            "certify a provider-protocol target with callsafe.certify.harness.certify"
+        )
 
     def open_driver(catalog: Mapping[str, ToolSpec], run_limits: Limits) -> _SessionDriver:
         return _SessionDriver(Session(factory(), catalog, run_limits).open())

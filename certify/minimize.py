@@ -169,6 +169,14 @@ def minimize_counterexample(
     runs += 1
     if invariant not in checked.violated:  # a flaky target: keep the original
         minimal, checked = example.trace, _run_checked(factory, capabilities, example.trace)
+    if checked.trace.events != minimal.events:  # relabelled for a provider protocol: show what ran
+        minimal = Trace(
+            events=checked.trace.events,
+            tools=minimal.tools,
+            limits=minimal.limits,
+            name=minimal.name,
+            source=minimal.source,
+        )
     keys = {f.key for f in checked.judgement.of(invariant) if f.key is not None}
     explanation = [f"{key.short()}: {line}" for key in sorted(keys) for line in checked.oracle.explain(key)]
     return Counterexample(

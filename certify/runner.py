@@ -8,6 +8,14 @@ and keeps the store.
 
 Observation steps follow :mod:`callsafe.model.invariants`: the index of the most recently
 *started* delivery.
+
+A provider-protocol target (``target.protocol`` names a provider) gets each trace rendered
+for its protocol (:mod:`callsafe.certify.wire`): the trace is relabelled to the protocol's
+identities, each wire event becomes the payloads its rendering produced, delivered through
+``receive_wire`` at that event's step (payloads that precede the event's effect on the wire
+at the previous step), ``end_stream()`` follows the payloads of a response's end, and every
+other event (turns, controls, a dropped connection) goes to ``receive``. The abstract path
+is untouched.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from callsafe.certify.contract import Target, TargetEnv
+from callsafe.certify.wire import ABSTRACT, WirePlan, prepare
 from callsafe.model.system import business_check
 from callsafe.model.vocabulary import (
     BusinessValidated,
@@ -83,15 +92,17 @@ class _ProcessCrash(BaseException):
 class _Delivery:
     """Delivers events to the target, tracking the step and the during-validation window."""
 
-    def __init__(self, target: Target, run: Run, catalog: _Catalog) -> None:
+    def __init__(self, target: Target, run: Run, catalog: _Catalog, plan: WirePlan | None = None) -> None:
         self.target = target
         self.run = run
         self.catalog = catalog
+        self.plan = plan
         self.step = -1
         self.depth = 0  # nesting of deliveries (re-entrant from inside the validator)
         self.pending: list[tuple[int, Event]] = []
 
     def deliver(self, index: int, event: Event) -> None:
+        previous = self.step
         self.step = index
         if isinstance(event, ToolChanged):
             self.catalog.apply(event)
@@ -100,6 +111,8 @@ class _Delivery:
         try:
             if isinstance(event, Restart):
                 self._restart(index)
+            elif self.plan is not None:
+                self._deliver_wire(index, previous, event, self.plan)
             else:
                 self.target.receive(event)
         except _ProcessCrash as crash:
@@ -113,6 +126,28 @@ class _Delivery:
             self.depth -= 1
         if crashed:
             self.flush_pending()  # what was still to come arrives at the restarted process
+
+    def _deliver_wire(self, index: int, previous: int, event: Event, plan: WirePlan) -> None:
+        """One event for a provider-protocol target: its payloads (an exception the target
+        raises on one is recorded and the next payload still arrives, as a read loop that
+        logs and goes on would; a crash is not an exception and ends everything), then the
+        event itself where it is the application's, then the end of the body."""
+        delivery = plan.deliveries[index]
+        wire: Any = self.target
+        for k, payload in enumerate(delivery.fresh_payloads()):
+            self.step = previous if k < delivery.early else index
+            try:
+                wire.receive_wire(payload)
+            except Exception as exc:
+                self.run.errors.append(f"step {index}: {type(exc).__name__}: {exc}")
+        self.step = index
+        if delivery.receive:
+            self.target.receive(event)
+        if delivery.end_stream:
+            try:
+                wire.end_stream()
+            except Exception as exc:
+                self.run.errors.append(f"step {index}: end of stream: {type(exc).__name__}: {exc}")
 
     def _restart(self, index: int) -> None:
         self.step = index
@@ -213,12 +248,22 @@ class Session:
     """
 
     def __init__(
-        self, target: Target, tools: Mapping[str, ToolSpec], limits: Limits, store_dir: Path | None = None
+        self,
+        target: Target,
+        tools: Mapping[str, ToolSpec],
+        limits: Limits,
+        store_dir: Path | None = None,
+        plan: WirePlan | None = None,
     ) -> None:
+        if plan is None and target.protocol != ABSTRACT:
+            raise ValueError(
+                f"target {target.name!r} reads {target.protocol!r}: a session for it needs the wire plan of a whole "
+                "trace (run_trace makes one); event-by-event sessions deliver abstract events only"
+            )
         self.target = target
         self.run = Run(Trace(events=(), tools=dict(tools), limits=limits))
         self.catalog = _Catalog(tools)
-        self.delivery = _Delivery(target, self.run, self.catalog)
+        self.delivery = _Delivery(target, self.run, self.catalog, plan)
         self.next_index = 0
         self._own_store: Path | None = None
         self._store_dir = store_dir
@@ -269,9 +314,17 @@ class Session:
         return self.run
 
 
-def run_trace(target: Target, trace: Trace, store_dir: Path | None = None) -> Run:
-    """Run ``trace`` against a freshly started ``target``; return what was observed."""
-    session = Session(target, trace.tools, trace.limits, store_dir).open()
+def run_trace(target: Target, trace: Trace, store_dir: Path | None = None, plan: WirePlan | None = None) -> Run:
+    """Run ``trace`` against a freshly started ``target``; return what was observed.
+
+    For a provider-protocol target, ``plan`` is the trace's wire plan
+    (:func:`callsafe.certify.wire.prepare`, which also relabels the trace: pass the
+    relabelled trace with it); without one it is made here, and
+    :class:`~callsafe.providers.base.NotRepresentable` says the protocol cannot carry the
+    trace. ``run.trace`` is the trace that ran."""
+    if plan is None and target.protocol != ABSTRACT:
+        trace, plan = prepare(trace, target.protocol)
+    session = Session(target, trace.tools, trace.limits, store_dir, plan).open()
     try:
         events = trace.delivered()
         i = 0

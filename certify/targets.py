@@ -8,6 +8,9 @@ can be imported anywhere:
 * ``reference`` (SQLite store in a temporary folder per run), ``reference:memory``,
   ``reference:sqlite``, ``reference:postgres``: :class:`callsafe.targets.reference.ReferenceTarget`,
   imported when a run starts, never at import time;
+* ``library:NAME``: a third-party client library behind its adapter, ``NAME`` from the
+  catalog :data:`callsafe.targets.libraries.LIBRARY_TARGETS` (``library:openai:openai-chat:final``);
+  these read a provider's wire (:mod:`callsafe.certify.wire`);
 * ``module:factory``: any callable in an importable module that returns a fresh
   :class:`~callsafe.certify.contract.Target` each time it is called (a class works). The
   current directory is importable, as with ``python -m``.
@@ -22,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from callsafe.certify.contract import CAPABILITIES, Target
+from callsafe.certify.contract import CAPABILITIES, ProtocolTarget, Target
 
 __all__ = [
     "REFERENCE_STORES",
@@ -77,10 +80,27 @@ def _reference(store: str) -> TargetFactory:
     return factory
 
 
+def _library(name: str) -> TargetFactory:
+    from callsafe.targets.libraries import LIBRARY_TARGETS
+
+    if name not in LIBRARY_TARGETS:
+        raise TargetSpecError(f"unknown library target {name!r}; known: {', '.join(LIBRARY_TARGETS)}")
+    make = LIBRARY_TARGETS[name]
+
+    def factory() -> Target:
+        target: Target = make()
+        return target
+
+    factory.__qualname__ = f"library:{name}"
+    return factory
+
+
 def resolve_target(spec: str) -> TargetFactory:
     """The factory for a target name (see the module docstring for the forms)."""
     if spec == "reference":
         return _reference("sqlite")
+    if spec.startswith("library:"):
+        return _library(spec.partition(":")[2])
     if spec.startswith("reference:"):
         store = spec.partition(":")[2]
         if store not in REFERENCE_STORES:
@@ -126,6 +146,18 @@ def check_target(target: object, spec: str = "target") -> None:
     unknown = set(target.capabilities) - CAPABILITIES
     if unknown:
         raise TargetSpecError(f"{spec} declares unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
+    if target.protocol != "abstract":
+        from callsafe.providers import registry
+
+        if target.protocol not in registry.names():
+            raise TargetSpecError(
+                f"{spec} reads protocol {target.protocol!r}; known: 'abstract', {', '.join(registry.names())}"
+            )
+        if not isinstance(target, ProtocolTarget):
+            raise TargetSpecError(
+                f"{spec} reads {target.protocol!r} but lacks receive_wire(payload) and end_stream() "
+                "(see ProtocolTarget)"
+            )
 
 
 def describe(factory: TargetFactory, spec: str | None = None) -> TargetInfo:

@@ -38,6 +38,7 @@ __all__ = [
     "CHAT_COMPLETED_REASONS",
     "DEFAULT_TURN",
     "Presented",
+    "StreamErrorPayload",
     "TargetUnavailable",
     "WireRun",
     "WireTarget",
@@ -57,6 +58,10 @@ CHAT_COMPLETED_REASONS: Final = frozenset({"tool_calls", "stop", "function_call"
 
 class TargetUnavailable(RuntimeError):
     """The library an adapter drives is not installed (or cannot be imported)."""
+
+
+class StreamErrorPayload(RuntimeError):
+    """A Chat Completions payload carried an ``error``: the SDK's stream raises here."""
 
 
 def library_available(distribution: str, module: str) -> str | None:
@@ -220,6 +225,22 @@ class WireTarget:
     def _broken(self) -> None:
         """The connection of the current stream dropped: forget it without a final result."""
         self._reset()
+
+    def _chat_error(self, payload: Mapping[str, Any]) -> None:
+        """A Chat Completions payload with an ``error`` ends the read loop with an exception.
+
+        ``openai``'s ``Stream.__stream__`` raises ``APIError`` for every event whose data has
+        a truthy ``error`` (``openai/_streaming.py``), before anything else sees it; every
+        Chat Completions adapter here stands for code that reads chunks through that stream
+        (the ``openai`` SDK itself, ``langchain-openai``, pydantic-ai's ``OpenAIChatModel``,
+        LiteLLM's OpenAI-compatible path). So the stream is abandoned, as for a dropped
+        connection: no final result is built from it."""
+        error = payload.get("error")
+        if error:
+            exc = StreamErrorPayload(f"error payload: {error!r}"[:300])
+            self._failed(exc)
+            self._broken()
+            raise exc
 
     def _step(self) -> int:
         return self._env.step() if self._env is not None else -1

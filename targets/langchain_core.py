@@ -103,6 +103,7 @@ class LangChainCoreTarget(WireTarget):
         )
 
     def receive_wire(self, payload: Mapping[str, Any]) -> None:
+        self._chat_error(payload)
         chunk_id = payload.get("id")
         if self._gathered is not None and self._finished and chunk_id != self._stream_id:
             self.end_stream()

@@ -1,7 +1,8 @@
 """The catalog of third-party library adapters, by a stable name, for the conformance matrix.
 
-Each entry builds a fresh target: ``library:protocol:surface`` (plus a variant suffix). A
-name's adapter can be unavailable (its library is not installed): ask
+Each entry builds a fresh target: ``library:protocol:surface`` (plus a variant suffix); the
+harness names them ``library:<entry>`` (``callsafe certify library:openai:openai-chat:final``,
+and the rows of ``callsafe matrix``). A name's adapter can be unavailable (its library is not installed): ask
 :func:`unavailable` before running it, and report the entry as skipped with that reason.
 Importing this module imports no third-party library.
 """

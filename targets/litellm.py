@@ -75,6 +75,7 @@ class LiteLLMTarget(WireTarget):
         import_offline()
         from litellm.types.utils import ModelResponseStream
 
+        self._chat_error(payload)
         chunk_id = payload.get("id")
         if self._chunks and self._finished and chunk_id != self._stream_id:
             self.end_stream()

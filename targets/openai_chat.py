@@ -98,6 +98,7 @@ class OpenAIChatTarget(WireTarget):
         from openai.lib.streaming.chat._completions import _is_valid_chat_completion_chunk_weak
         from openai.types.chat import ChatCompletionChunk
 
+        self._chat_error(payload)
         chunk = cast(ChatCompletionChunk, construct_type(type_=ChatCompletionChunk, value=dict(payload)))
         if not _is_valid_chat_completion_chunk_weak(chunk):
             return  # ChatCompletionStream.__stream__ skips these (Azure's async filter events)

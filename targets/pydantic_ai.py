@@ -102,6 +102,8 @@ class PydanticAITarget(WireTarget):
         from openai._models import construct_type
         from openai.types.chat import ChatCompletionChunk
 
+        if self.surface == "parts":
+            self._chat_error(payload)  # the agent surface runs the SDK's own stream, which raises itself
         chunk_id = payload.get("id")
         if self._payloads and self._finished and chunk_id != self._stream_id:
             self.end_stream()

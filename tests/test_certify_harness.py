@@ -127,7 +127,7 @@ def test_bad_target_names_say_why(spec: str) -> None:
 def test_targets_must_meet_the_contract() -> None:
     with pytest.raises(TargetSpecError, match="lacks"):
         certify(lambda: object())  # type: ignore[arg-type, return-value]
-    with pytest.raises(ValueError, match="protocol 'openai-responses'"):
-        certify(WireOnly)
+    with pytest.raises(TargetSpecError, match="reads 'openai-responses' but lacks receive_wire"):
+        certify(WireOnly)  # a provider-protocol target must take the wire (callsafe.certify.wire)
     with pytest.raises(ValueError, match="workers"):
         certify(toy_targets.simple, Options(workers=2))

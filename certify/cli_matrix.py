@@ -1,0 +1,125 @@
+"""``callsafe matrix``: certify every available client library and the reference
+implementation, and write the conformance matrix (Markdown, JSON, HTML).
+
+A command of its own module so that the main CLI only registers it
+(``main.add_command(matrix_cmd)``); everything it does lives in
+:mod:`callsafe.certify.matrix`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["matrix_cmd"]
+
+_STYLE = {"holds": "green", "violated": "bold red", "not_applicable": "dim"}
+_SHORT = {"holds": "ok", "violated": "X", "not_applicable": "-"}
+_COLUMN = {
+    "INV-TERMINAL": "TERM",
+    "INV-EXACT-ARGS": "ARGS",
+    "INV-ONCE": "ONCE",
+    "INV-TURN": "TURN",
+    "INV-CANCEL": "CANC",
+    "INV-CONFIRM": "CONF",
+    "INV-VALIDATE-ONCE": "VAL1",
+    "INV-BOUNDED": "BOUND",
+    "INV-LEDGER": "LEDG",
+    "INV-STATUS": "STAT",
+    "LIVE-DISPATCH": "LIVE",
+}
+
+
+@click.command("matrix")
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports/matrix"),
+    show_default=True,
+    help="Folder for matrix.md, matrix.json, matrix.html and the counterexample traces.",
+)
+@click.option(
+    "--budget",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="Per row: stop generating traces after this long (a row cut short is marked; counts then depend on "
+    "the machine).",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the random walks (the rest is deterministic).")
+@click.option("--depth", default=3, show_default=True, help="Exhaustive bound: events after the turn start.")
+@click.option("--walks", default=200, show_default=True, help="Random walks per row.")
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="TEXT",
+    help="Only the rows whose target name contains TEXT (repeatable), e.g. --only openai --only reference.",
+)
+def matrix_cmd(
+    report_dir: Path, budget: float | None, seed: int, depth: int, walks: int, only: tuple[str, ...]
+) -> None:
+    """Certify each client library adapter (one row per surface: the moment the library
+    presents a call as finished) and the reference implementation under the same
+    options, and write the conformance table: library and version × invariant, each cell
+    holds, violated (with its minimal counterexample and the standalone script that
+    reproduces it) or not applicable.
+
+    A library that is not installed gets a row saying so. Exit status 0, unless the
+    reference implementation itself violates an invariant.
+    """
+    from callsafe.certify.harness import Options
+    from callsafe.certify.matrix import (
+        MATRIX_GENERATORS,
+        REFERENCE_ROW,
+        RowResult,
+        RowSpec,
+        default_rows,
+        run_matrix,
+        write_matrix,
+    )
+
+    try:
+        options = Options(budget=budget, depth=depth, seed=seed, walks=walks, generators=MATRIX_GENERATORS)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    rows = [r for r in default_rows() if not only or any(text in r.spec for text in only)]
+    if not rows:
+        raise click.BadParameter(f"no row matches {', '.join(only)}", param_hint="--only")
+    console = Console() if sys.stdout.isatty() else Console(width=140)  # a log file gets the whole table
+    err = Console(stderr=True)
+
+    def progress(row: RowSpec, result: RowResult | None) -> None:
+        if result is None:
+            err.print(f"[dim]certifying {row.spec} ...[/dim]", highlight=False)
+        elif result.unavailable:
+            err.print(f"  {row.spec}: skipped ({result.unavailable})", highlight=False)
+        else:
+            cut = " (budget ran out)" if result.budget_exhausted else ""
+            err.print(f"  {row.spec}: {result.traces_run} traces in {result.seconds:.1f} s{cut}", highlight=False)
+
+    matrix = run_matrix(options, rows, progress)
+    files = write_matrix(matrix, report_dir)
+
+    ids = list(matrix.rows[0].cells) if matrix.rows else []
+    table = Table(title=f"callsafe conformance matrix (seed {seed})", box=None, pad_edge=False)
+    table.add_column("row", no_wrap=True)
+    for inv in ids:
+        table.add_column(_COLUMN.get(inv, inv), justify="center")
+    for r in matrix.rows:
+        library, _, surface = r.row.label.partition(" · ")
+        label = f"{library} {r.version or '(not installed)'} · {surface}"
+        cells = [f"[{_STYLE[c.status]}]{_SHORT[c.status]}[/{_STYLE[c.status]}]" for c in r.cells.values()]
+        table.add_row(label, *cells)
+    console.print(table)
+    console.print("ok: holds · X: violated · -: not applicable (see matrix.md for what each cell means and why)")
+    console.print(f"{len(matrix.rows)} rows in {matrix.seconds:.1f} s")
+    console.print(f"wrote {files.markdown}, {files.json}, {files.html}")
+    reference = next((r for r in matrix.rows if r.row == REFERENCE_ROW), None)
+    if reference is not None and any(c.status == "violated" for c in reference.cells.values()):
+        console.print("[bold red]the reference implementation violates an invariant[/bold red]")
+        sys.exit(1)

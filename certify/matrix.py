@@ -1,0 +1,639 @@
+"""The conformance matrix: every available client library, and the reference
+implementation, certified under the same options and tabulated library × invariant.
+
+Why it is built this way:
+
+* **One row per surface.** A library can present a call as finished at more than one
+  moment (a ``done`` event mid-stream, or its final message), and applications use both;
+  each surface is its own adapter (:data:`callsafe.targets.libraries.LIBRARY_TARGETS`) and
+  its own row, labelled with the library, its installed version, the protocol and the
+  surface. The reference implementation is the first row, the yardstick.
+* **Fair to libraries.** A library binds no turns, confirms nothing, takes no operator
+  control and keeps no ledger: its adapters declare no capability, so every trace that
+  needs one, and every invariant that needs a ledger, a status or confirmations, is
+  *not applicable*; a trace the library's protocol cannot carry is not applicable too
+  (:mod:`callsafe.certify.wire`). A library is judged on what it presents as finished,
+  that is what its adapter hands the executor; liveness counts only for responses that
+  ended normally. "Holds" means: checked on at least one applicable trace, never violated.
+* **Every violation is evidence.** A violated cell carries the minimal counterexample (the
+  trace as it ran, the findings, the payloads the library read) and the standalone script
+  that reproduces the finding with the library alone (``targets/repro``, mapped in
+  :mod:`callsafe.targets.findings`), and the counterexample is written as a trace file
+  that ``callsafe replay FILE --target <row>`` runs again.
+* **Stable.** Everything but the timings is a function of the options and the installed
+  versions: the generators are deterministic given the seed, rows run one after another
+  in a fixed order, and the JSON keeps everything that depends on the clock under
+  ``timings`` keys. (A row whose budget ran out is marked; its counts then depend on the
+  machine, so stability needs budgets that let every row finish.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import platform
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any, Final
+
+from callsafe import __version__
+from callsafe.certify.harness import KNOWN_GENERATORS, WIRE_GENERATOR, Certification, Counterexample, Options, certify
+from callsafe.certify.wire import ABSTRACT, NotRepresentable, prepare
+from callsafe.model.invariants import INVARIANTS
+from callsafe.model.vocabulary import (
+    CallAddressed,
+    CallTerminal,
+    Event,
+    Executed,
+    Fragment,
+    ResponseTerminal,
+    TextFragment,
+    Trace,
+    TurnStarted,
+    event_to_json,
+)
+
+__all__ = [
+    "MATRIX_GENERATORS",
+    "MATRIX_VERSION",
+    "REFERENCE_ROW",
+    "Cell",
+    "Matrix",
+    "MatrixFiles",
+    "RowResult",
+    "RowSpec",
+    "default_rows",
+    "matrix_html",
+    "matrix_json",
+    "matrix_markdown",
+    "run_matrix",
+    "stable_view",
+    "write_matrix",
+]
+
+MATRIX_VERSION: Final = 1
+MATRIX_GENERATORS: Final = (WIRE_GENERATOR, *(g for g in KNOWN_GENERATORS if g != WIRE_GENERATOR))
+STATUS_LABEL: Final = {"holds": "holds", "violated": "violated", "not_applicable": "n/a"}
+_INVARIANT_IDS: Final = tuple(inv.id for inv in INVARIANTS)
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """One row: the target name the harness resolves, and how the row is labelled."""
+
+    spec: str
+    library: str  # distribution name ("callsafe" for the reference)
+    protocol: str
+    surface: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.library} · {self.protocol} · {self.surface}"
+
+
+REFERENCE_ROW: Final = RowSpec("reference:memory", "callsafe", ABSTRACT, "reference implementation (memory store)")
+
+
+def default_rows() -> list[RowSpec]:
+    """The reference, then every library adapter of the catalog, in catalog order."""
+    from callsafe.targets.libraries import LIBRARY_TARGETS
+
+    rows = [REFERENCE_ROW]
+    for name in LIBRARY_TARGETS:
+        library, protocol, surface = name.split(":", 2)
+        rows.append(RowSpec(f"library:{name}", library, protocol, surface))
+    return rows
+
+
+@dataclass
+class Cell:
+    """One invariant for one row."""
+
+    invariant: str
+    status: str  # "holds" | "violated" | "not_applicable"
+    kind: str  # "safety" | "liveness"
+    traces_checked: int = 0
+    traces_violated: int = 0
+    reason: str = ""  # why not applicable
+    counterexample: dict[str, Any] | None = None
+    findings: list[dict[str, str]] = field(default_factory=list)  # known findings: id, summary, script
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "invariant": self.invariant,
+            "status": self.status,
+            "kind": self.kind,
+            "traces_checked": self.traces_checked,
+            "traces_violated": self.traces_violated,
+        }
+        if self.reason:
+            out["reason"] = self.reason
+        if self.counterexample is not None:
+            out["counterexample"] = self.counterexample
+        if self.findings:
+            out["findings"] = self.findings
+        if self.notes:
+            out["notes"] = self.notes
+        return out
+
+
+@dataclass
+class RowResult:
+    """One row's certification, or why it could not run."""
+
+    row: RowSpec
+    version: str | None
+    unavailable: str | None = None
+    cells: dict[str, Cell] = field(default_factory=dict)
+    traces_generated: int = 0
+    traces_run: int = 0
+    not_applicable: dict[str, int] = field(default_factory=dict)
+    target_errors: int = 0
+    budget_exhausted: bool = False
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec": self.row.spec,
+            "label": self.row.label,
+            "library": self.row.library,
+            "version": self.version,
+            "protocol": self.row.protocol,
+            "surface": self.row.surface,
+            "available": self.unavailable is None,
+            **({"unavailable": self.unavailable} if self.unavailable else {}),
+            "traces_generated": self.traces_generated,
+            "traces_run": self.traces_run,
+            "traces_not_applicable": dict(sorted(self.not_applicable.items())),
+            "traces_with_target_errors": self.target_errors,
+            "budget_exhausted": self.budget_exhausted,
+            "cells": {inv: self.cells[inv].to_json() for inv in _INVARIANT_IDS if inv in self.cells},
+            "timings": {"seconds": round(self.seconds, 3)},
+        }
+
+
+@dataclass
+class Matrix:
+    """The whole table and how it was measured."""
+
+    options: Options
+    rows: list[RowResult]
+    started_at: float
+    seconds: float
+    version: str = __version__
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """Each measured library's version, by distribution (the reference: callsafe's)."""
+        out: dict[str, str] = {}
+        for r in self.rows:
+            if r.version is not None:
+                out.setdefault(r.row.library, r.version)
+        return out
+
+
+ProgressCallback = Callable[[RowSpec, "RowResult | None"], None]
+
+
+# --------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------
+
+
+def _version(row: RowSpec) -> str | None:
+    if row.protocol == ABSTRACT:
+        return __version__
+    from callsafe.targets._common import library_version
+
+    return library_version(row.library)
+
+
+def _unavailable(row: RowSpec) -> str | None:
+    if not row.spec.startswith("library:"):
+        return None
+    from callsafe.targets.libraries import unavailable
+
+    return unavailable(row.spec.partition(":")[2])
+
+
+def run_matrix(
+    options: Options, rows: Sequence[RowSpec] | None = None, progress: ProgressCallback | None = None
+) -> Matrix:
+    """Certify every row with ``options`` (its budget is per row) and tabulate."""
+    started_at = time.time()
+    t0 = time.perf_counter()
+    results: list[RowResult] = []
+    for row in rows if rows is not None else default_rows():
+        if progress is not None:
+            progress(row, None)
+        result = RowResult(row, _version(row))
+        reason = _unavailable(row)
+        if reason is not None:
+            result.unavailable = reason
+            result.cells = {
+                inv.id: Cell(inv.id, "not_applicable", inv.kind, reason="the library is not installed")
+                for inv in INVARIANTS
+            }
+        else:
+            begun = time.perf_counter()
+            cert = certify(row.spec, options)
+            result.seconds = time.perf_counter() - begun
+            _fill(result, cert)
+        results.append(result)
+        if progress is not None:
+            progress(row, result)
+    return Matrix(options, results, started_at, time.perf_counter() - t0)
+
+
+def _fill(result: RowResult, cert: Certification) -> None:
+    from callsafe.targets.findings import findings_for, notes_for
+
+    result.traces_generated = sum(g.generated for g in cert.generators.values())
+    result.traces_run = cert.traces_run
+    result.not_applicable = dict(cert.not_applicable)
+    result.target_errors = sum(g.errors for g in cert.generators.values())
+    result.budget_exhausted = cert.budget_exhausted
+    spec = result.row.spec
+    for inv in INVARIANTS:
+        summary = cert.invariants[inv.id]
+        cell = Cell(inv.id, summary.status, inv.kind, summary.traces_checked, summary.traces_violated)
+        if summary.status == "not_applicable":
+            missing = sorted(inv.needs - cert.target.capabilities)
+            cell.reason = (
+                f"needs {', '.join(missing)}, which the target does not have" if missing else "no applicable trace ran"
+            )
+        elif summary.status == "violated":
+            ces = cert.counterexamples.get(inv.id, [])
+            if ces:
+                cell.counterexample = _counterexample_json(ces[0], result.row.protocol)
+            cell.findings = [f.to_json() for f in findings_for(spec, inv.id)]
+        cell.notes = notes_for(spec, inv.id)
+        result.cells[inv.id] = cell
+
+
+def _counterexample_json(ce: Counterexample, protocol: str) -> dict[str, Any]:
+    executed = [o for o in ce.observations if isinstance(o, Executed)]
+    out: dict[str, Any] = {
+        "generator": ce.generator,
+        "events": len(ce.minimal.events),
+        "found_in_events": len(ce.original.events),
+        "trace": _plain_trace(ce.minimal).to_json(),
+        "steps": [describe(i, e) for i, e in enumerate(ce.minimal.delivered())],
+        "findings": [f.describe() for f in ce.findings],
+        "executed": [
+            {"step": o.step, "call": o.key.short(), "tool": o.tool, "arguments": o.arguments} for o in executed
+        ],
+        "target_errors": list(ce.errors),
+    }
+    if protocol != ABSTRACT:
+        out["wire"] = _wire(ce.minimal, protocol)
+    return out
+
+
+def _plain_trace(trace: Trace) -> Trace:
+    """The trace without the run's name (the name of a generated trace is its recipe,
+    which the events already say)."""
+    return dataclasses.replace(trace, name="")
+
+
+def _wire(trace: Trace, protocol: str) -> list[dict[str, Any]]:
+    """The payloads the library read, with the step of the abstract event each came from."""
+    try:
+        _, plan = prepare(trace, protocol)
+    except NotRepresentable:  # pragma: no cover - a counterexample ran, so it is representable
+        return []
+    out: list[dict[str, Any]] = []
+    for step, delivery in enumerate(plan.deliveries):
+        for k, payload in enumerate(delivery.payloads):
+            out.append({"step": step - 1 if k < delivery.early else step, "payload": dict(payload)})
+        if delivery.end_stream:
+            out.append({"step": step, "end_stream": True})
+    return out
+
+
+def describe(index: int, event: Event) -> str:
+    """One readable line for an event of a counterexample."""
+    if isinstance(event, TurnStarted):
+        return f"[{index}] turn {event.turn} starts (actor {event.actor}, tenant {event.tenant})"
+    if isinstance(event, Fragment):
+        return f"[{index}] {event.call}: fragment #{event.position} {json.dumps(event.text, ensure_ascii=False)}"
+    if isinstance(event, CallTerminal):
+        return f"[{index}] {event.call}: terminal event, {event.reason}"
+    if isinstance(event, ResponseTerminal):
+        return f"[{index}] response {event.response} ends, {event.reason}"
+    if isinstance(event, TextFragment):
+        return f"[{index}] text {json.dumps(event.text, ensure_ascii=False)}"
+    if isinstance(event, CallAddressed):
+        body = {k: v for k, v in event_to_json(event)[event.kind].items() if k not in ("turn", "response", "call")}
+        details = ", ".join(f"{k} {v}" for k, v in body.items())
+        return f"[{index}] {event.call}: {event.kind.replace('_', ' ')} ({details})"
+    body = event_to_json(event)[event.kind]
+    return f"[{index}] {event.kind.replace('_', ' ')} " + ", ".join(f"{k} {v}" for k, v in body.items())
+
+
+# --------------------------------------------------------------------------------------
+# Views
+# --------------------------------------------------------------------------------------
+
+
+def matrix_json(m: Matrix) -> dict[str, Any]:
+    """The matrix as a JSON document; :func:`stable_view` drops what depends on the clock."""
+    return {
+        "schema": "callsafe-conformance-matrix",
+        "version": MATRIX_VERSION,
+        "callsafe_version": m.version,
+        "python": platform.python_version(),
+        "options": m.options.to_json() | {"budget_applies_to": "each row"},
+        "versions": dict(sorted(m.versions.items())),
+        "invariants": [
+            {"id": inv.id, "kind": inv.kind, "title": inv.title, "needs": sorted(inv.needs)} for inv in INVARIANTS
+        ],
+        "rows": [r.to_json() for r in m.rows],
+        "timings": {
+            "started_at": dt.datetime.fromtimestamp(m.started_at, dt.UTC).isoformat(timespec="seconds"),
+            "seconds": round(m.seconds, 3),
+        },
+    }
+
+
+def stable_view(doc: Any) -> Any:
+    """``doc`` without its ``timings`` (at any depth): what two runs with the same options
+    and library versions must agree on."""
+    if isinstance(doc, dict):
+        return {k: stable_view(v) for k, v in doc.items() if k != "timings"}
+    if isinstance(doc, list):
+        return [stable_view(v) for v in doc]
+    return doc
+
+
+def _measured_on(m: Matrix) -> str:
+    return dt.datetime.fromtimestamp(m.started_at, dt.UTC).date().isoformat()
+
+
+def _row_title(r: RowResult) -> str:
+    version = f" {r.version}" if r.version else ""
+    return f"{r.row.library}{version} · {r.row.protocol} · {r.row.surface}"
+
+
+def _cell_ref(r: RowResult, inv: str) -> str:
+    return f"{_slug(r.row.spec)}--{_slug(inv)}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+LEGEND: Final = (
+    ("holds", "checked on at least one applicable trace, and never violated"),
+    (
+        "violated",
+        "some applicable trace breaks the invariant: the minimal counterexample and, for a library, the standalone "
+        "script that shows the problem with the library alone are linked",
+    ),
+    (
+        "n/a",
+        "not applicable: the invariant needs an observation the target cannot give (a ledger, a status, "
+        "confirmations, business validation), or no applicable trace exercised it; never counted as holding",
+    ),
+)
+
+
+LIBRARY_RULES: Final = (
+    "How a library row is judged. Every row gets the same traces (wire-shaped traces, the named catalog, "
+    "coverage suites, random walks, a bounded exhaustive exploration), rendered for the library's protocol by "
+    "callsafe's providers; a trace the protocol cannot carry, or that needs what a library does not have "
+    "(turns, cancellation, confirmation, operator controls, restart, a ledger, business validation, byte caps), "
+    "is not applicable and is counted by reason below. The adapter stands for the application around the "
+    "library: it binds each call to the turn in force and calls the executor when the library presents the "
+    "call as finished (the row's surface), so the row is judged on exactly that. A trace that stops while the "
+    "body is still open ends the run there, which the adapters read as the body ending without a finish "
+    "reason. A liveness shortfall counts only for calls whose response ended normally (a library may present "
+    "calls at the end of the response). INV-TURN can only hold trivially here: the applicable traces have one "
+    "turn, and the binding is the adapter's.",
+)
+
+
+def matrix_markdown(m: Matrix, files: MatrixFiles | None = None) -> str:
+    """The table, what each cell means, and each violated cell's evidence, as Markdown."""
+    head = ["library · protocol · surface", *(inv.id for inv in INVARIANTS)]
+    lines = [
+        "# callsafe conformance matrix",
+        "",
+        f"Measured on {_measured_on(m)} with callsafe {m.version}, Python {platform.python_version()}; "
+        f"seed {m.options.seed}, exhaustive depth {m.options.depth}, {m.options.walks} random walks, budget "
+        f"{'none' if m.options.budget is None else f'{m.options.budget:g} s per row'}.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for r in m.rows:
+        cells = []
+        for inv in INVARIANTS:
+            cell = r.cells[inv.id]
+            label = STATUS_LABEL[cell.status]
+            if cell.status == "violated":
+                label = f"**[violated](#{_cell_ref(r, inv.id)})**"
+            elif cell.notes:
+                label = f"[{label}](#{_cell_ref(r, inv.id)})"
+            cells.append(label)
+        title = _row_title(r) + (" (not installed)" if r.unavailable else "")
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    lines += ["", "What a cell means:", ""]
+    lines += [f"- **{word}**: {meaning}." for word, meaning in LEGEND]
+    lines += ["", *LIBRARY_RULES]
+    lines += [
+        "",
+        "| row | traces run | not applicable (why: traces) | target errors |",
+        "|---|---|---|---|",
+    ]
+    for r in m.rows:
+        why = ", ".join(f"{k}: {v}" for k, v in sorted(r.not_applicable.items())) or "none"
+        budget = " (budget ran out)" if r.budget_exhausted else ""
+        lines.append(f"| {_row_title(r)} | {r.traces_run}{budget} | {why} | {r.target_errors} |")
+    evidence = [
+        (r, r.cells[inv.id])
+        for r in m.rows
+        for inv in INVARIANTS
+        if r.cells[inv.id].counterexample or r.cells[inv.id].notes
+    ]
+    if evidence:
+        lines += ["", "## Violations and notes", ""]
+    for r, cell in evidence:
+        lines += [
+            f'<a id="{_cell_ref(r, cell.invariant)}"></a>',
+            f"### {_row_title(r)}: {cell.invariant} {STATUS_LABEL[cell.status]}",
+            "",
+        ]
+        for note in cell.notes:
+            lines += [note, ""]
+        for finding in cell.findings:
+            path = finding.get("script")
+            script = f" Reproduction: [`{path}`]({_link(path, files)})." if path else ""
+            lines += [f"- {finding['id']}: {finding['summary']}.{script}"]
+        if cell.findings:
+            lines.append("")
+        ce = cell.counterexample
+        if ce is not None:
+            replay = ""
+            if files is not None and (r.row.spec, cell.invariant) in files.counterexamples:
+                path = files.counterexamples[(r.row.spec, cell.invariant)]
+                replay = f"; replay it: `callsafe replay {path} --target {r.row.spec}`"
+            lines += [
+                f"Minimal counterexample ({ce['events']} events, from the {ce['generator']} generator{replay}):",
+                "",
+            ]
+            lines += ["```", *ce["steps"], "```", ""]
+            lines += [f"- {f}" for f in ce["findings"]]
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_CSS: Final = """
+body { font-family: Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1400px; color: #222; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.9em; }
+td, th { border: 1px solid #ddd; padding: 4px 6px; text-align: left; vertical-align: top; }
+th { background: #f3f5f8; } th.inv { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; }
+.holds { background: #d5ecd4; color: #1b5e20; } .violated { background: #f6d5d5; color: #b71c1c; font-weight: bold; }
+.not_applicable { background: #eee; color: #666; }
+td.cell { text-align: center; } td.cell a { color: inherit; }
+pre { background: #f7f7f7; border: 1px solid #e3e3e3; padding: 8px; overflow-x: auto; font-size: 0.85em; }
+.ev { border: 1px solid #e3c0c0; border-radius: 6px; padding: 0.4em 1em; margin: 1em 0; }
+.muted { color: #777; }
+"""
+
+
+def matrix_html(m: Matrix, files: MatrixFiles | None = None) -> str:
+    """A self-contained HTML page: the table (cells coloured, linked to their evidence),
+    the legend, and each violated cell's counterexample with the payloads the library read."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>callsafe conformance matrix</title>',
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>callsafe conformance matrix</h1>",
+        f"<p class='muted'>Measured on {_measured_on(m)} with callsafe {escape(m.version)}, Python "
+        f"{escape(platform.python_version())}; seed {m.options.seed}, depth {m.options.depth}, "
+        f"{m.options.walks} walks, budget {'none' if m.options.budget is None else f'{m.options.budget:g} s per row'}; "
+        f"{m.seconds:.1f} s.</p>",
+        "<table><tr><th>library · protocol · surface</th>"
+        + "".join(f"<th class='inv' title='{escape(inv.title)}'>{escape(inv.id)}</th>" for inv in INVARIANTS)
+        + "<th>traces run</th></tr>",
+    ]
+    for r in m.rows:
+        tds = []
+        for inv in INVARIANTS:
+            cell = r.cells[inv.id]
+            text = escape(STATUS_LABEL[cell.status])
+            if cell.counterexample or cell.notes:
+                text = f"<a href='#{_cell_ref(r, inv.id)}'>{text}</a>"
+            tip = escape(cell.reason or f"{cell.traces_checked} traces checked, {cell.traces_violated} violating")
+            tds.append(f"<td class='cell {cell.status}' title='{tip}'>{text}</td>")
+        title = escape(_row_title(r)) + (" <span class='muted'>(not installed)</span>" if r.unavailable else "")
+        parts.append(f"<tr><td>{title}</td>{''.join(tds)}<td>{r.traces_run}</td></tr>")
+    parts.append("</table><ul>")
+    parts += [f"<li><b>{escape(w)}</b>: {escape(meaning)}.</li>" for w, meaning in LEGEND]
+    parts.append("</ul>")
+    parts += [f"<p>{escape(p)}</p>" for p in LIBRARY_RULES]
+    parts.append(
+        "<table><tr><th>row</th><th>traces run</th><th>not applicable (why: traces)</th><th>target errors</th></tr>"
+    )
+    for r in m.rows:
+        why = ", ".join(f"{k}: {v}" for k, v in sorted(r.not_applicable.items())) or "none"
+        budget = " (budget ran out)" if r.budget_exhausted else ""
+        parts.append(
+            f"<tr><td>{escape(_row_title(r))}</td><td>{r.traces_run}{budget}</td><td>{escape(why)}</td>"
+            f"<td>{r.target_errors}</td></tr>"
+        )
+    parts.append("</table>")
+    for r in m.rows:
+        for inv in INVARIANTS:
+            cell = r.cells[inv.id]
+            if not (cell.counterexample or cell.notes):
+                continue
+            parts.append(
+                f"<div class='ev' id='{_cell_ref(r, inv.id)}'><h3>{escape(_row_title(r))}: {escape(inv.id)} "
+                f"<span class='{cell.status}'>{escape(STATUS_LABEL[cell.status])}</span></h3>"
+            )
+            parts += [f"<p>{escape(n)}</p>" for n in cell.notes]
+            if cell.findings:
+                parts.append("<ul>")
+                for f in cell.findings:
+                    path = f.get("script")
+                    link = f" <a href='{escape(_link(path, files))}'>{escape(path)}</a>" if path else ""
+                    parts.append(f"<li>{escape(f['id'])}: {escape(f['summary'])}.{link}</li>")
+                parts.append("</ul>")
+            ce = cell.counterexample
+            if ce is not None:
+                replay = ""
+                if files is not None and (r.row.spec, inv.id) in files.counterexamples:
+                    path = files.counterexamples[(r.row.spec, inv.id)]
+                    replay = f" Replay: <code>callsafe replay {escape(path)} --target {escape(r.row.spec)}</code>."
+                source = f"{ce['events']} events, {escape(ce['generator'])} generator"
+                parts.append(f"<p>Minimal counterexample ({source}).{replay}</p>")
+                parts.append("<pre>" + escape("\n".join(ce["steps"])) + "</pre><ul>")
+                parts += [f"<li>{escape(f)}</li>" for f in ce["findings"]]
+                parts.append("</ul>")
+                if ce.get("wire"):
+                    wire = "\n".join(json.dumps(w, ensure_ascii=False) for w in ce["wire"])
+                    parts.append(
+                        f"<details><summary>what the library read</summary><pre>{escape(wire)}</pre></details>"
+                    )
+            parts.append("</div>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class MatrixFiles:
+    """What :func:`write_matrix` wrote (paths relative to the folder for the links)."""
+
+    json: Path
+    markdown: Path
+    html: Path
+    counterexamples: dict[tuple[str, str], str] = field(default_factory=dict)  # (spec, invariant) -> path
+    root: Path | None = None  # the folder the report's relative links start from
+
+
+_PACKAGE_ROOT: Final = Path(__file__).resolve().parents[1]
+
+
+def _link(path: str, files: MatrixFiles | None) -> str:
+    """A script's link: relative to the package root (as in the README), or, in a written
+    report, relative to the report's folder when the script is there on disk."""
+    if files is None or files.root is None or not (_PACKAGE_ROOT / path).is_file():
+        return path
+    return os.path.relpath(_PACKAGE_ROOT / path, files.root)
+
+
+def write_matrix(m: Matrix, out_dir: Path) -> MatrixFiles:
+    """Write ``matrix.json``, ``matrix.md``, ``matrix.html`` and each violated cell's minimal
+    counterexample as a trace file (``counterexamples/<row>/<invariant>.json``)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = MatrixFiles(out_dir / "matrix.json", out_dir / "matrix.md", out_dir / "matrix.html", root=out_dir.resolve())
+    for r in m.rows:
+        for inv, cell in r.cells.items():
+            if cell.counterexample is None:
+                continue
+            folder = out_dir / "counterexamples" / _slug(r.row.spec)
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{_slug(inv)}.json"
+            path.write_text(
+                json.dumps(cell.counterexample["trace"], indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
+            files.counterexamples[(r.row.spec, inv)] = str(path.relative_to(out_dir))
+    doc = matrix_json(m)
+    files.json.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    files.markdown.write_text(matrix_markdown(m, files), encoding="utf-8")
+    files.html.write_text(matrix_html(m, files), encoding="utf-8")
+    return files

@@ -1,0 +1,398 @@
+"""Abstract traces on the wire: what the runner delivers to a provider-protocol target.
+
+A target whose ``protocol`` is a provider name (``"openai-chat"``, ``"openai-responses"``,
+``"anthropic-messages"``, ...) reads that provider's payloads, as a client library does,
+through ``receive_wire(payload)``; it gets the application events (turns, cancels,
+confirmations, operator controls, restarts, disconnects) through ``receive(event)``, and
+``end_stream()`` when the body of a stream ends normally. The generators write abstract
+traces, so the harness renders each trace with the protocol's own renderer
+(:mod:`callsafe.providers`) before it runs, and judges the run against the same abstract
+trace, with the same oracle, as for an abstract target. Why it is done this way:
+
+* **Identities follow the protocol** (:func:`relabel`). Generated traces name items
+  ``i0``, ``i-a``; Chat Completions and Anthropic address a call's item by an integer index,
+  and Chat and Gemini text has no item of its own. The trace is relabelled first (in each
+  response, items numbered in order of first appearance; text under the protocol's text
+  item), and that relabelled trace is what runs, what is judged and what a report shows.
+  Identities are names to the model, so this changes no verdict. A trace whose items are
+  already valid for the protocol is left as it is.
+* **One stream at a time** (:func:`plan_wire`). Each response is one stream (one HTTP
+  body): it opens with its first wire event and ends with its
+  :class:`~callsafe.model.vocabulary.ResponseTerminal` (a clean end: ``end_stream()``
+  follows its payloads) or its :class:`~callsafe.model.vocabulary.Disconnect` (delivered to
+  ``receive()``, as the connection dropping; the adapter abandons the stream). A target
+  reads one stream at a time, so a trace that interleaves two responses, reopens a
+  response that ended, continues a stream across a restart (the connection is gone), or
+  opens a stream for a turn other than the one in force (no wire names its turn: a target
+  binds a stream to the turn in force when it opens) is **not representable**, as is
+  anything the protocol's renderer refuses (:class:`~callsafe.providers.base.NotRepresentable`):
+  the harness reports such a trace as not applicable to the target, never as passed. A
+  stream still open when the trace ends stays open; the target's ``close()`` ends the run.
+* **Observation steps index the abstract events.** Every payload is mapped to the abstract
+  event whose rendering produced it (the renderer is instrumented, one event at a time),
+  so what the executor receives while a payload is delivered carries that event's index,
+  exactly as for an abstract target. One refinement keeps the providers' terminal points
+  strict: within the payloads of one event, those *before* the first payload on which the
+  protocol's own parser reports anything are still delivered at the previous step (the
+  event has not happened on the wire yet). The case that matters is OpenAI Responses:
+  a completed call renders as ``response.function_call_arguments.done`` then
+  ``response.output_item.done``, and :mod:`callsafe.providers.openai_responses` ends the
+  call at ``output_item.done``, the event that carries the item's status (an item can
+  still end ``incomplete``). A target that runs the tool at ``arguments.done`` therefore
+  runs it one step before the call's terminal event, and INV-TERMINAL says so. Payloads
+  the parser reads as nothing at all (the Chat Completions chunk with the finish reason,
+  which the parser acts on only when the body ends, right after) are at the event's step.
+* **What real servers always send.** The providers' renderers write what their parsers
+  read; two fields every real server sends, and the SDKs read, are left out, and their
+  absence would make a library fail for a reason no server gives it: Anthropic's
+  ``message_delta`` always carries ``usage`` (the SDK adds its ``output_tokens`` to the
+  message), and a Responses ``response.completed`` / ``incomplete`` / ``failed`` carries
+  the response's ``output`` items (the SDK's final response is built from them).
+  :func:`_as_servers_send` adds them (``usage`` with zero tokens; ``output`` from the
+  stream's own ``response.output_item.done`` items, by ``output_index``). Neither changes
+  what the providers' parser reads, which a test checks.
+* **Liveness waits for the response's end** (:func:`response_deferred_liveness`). A
+  library presents calls when the model's response ends (its final message), which the
+  spec allows. A call whose response never ended normally in the trace (the trace stops
+  first, or the response was cut off by a stop reason or a dropped connection) is not
+  counted as a liveness shortfall for a provider-protocol target. Safety findings are
+  never filtered.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from callsafe.model.vocabulary import (
+    CallOpened,
+    CallTerminal,
+    Disconnect,
+    Event,
+    Fragment,
+    ResponseTerminal,
+    Restart,
+    TextFragment,
+    Trace,
+    TurnStarted,
+)
+from callsafe.providers import registry
+from callsafe.providers.base import WIRE_EVENTS, NotRepresentable, ProviderError
+
+__all__ = [
+    "ABSTRACT",
+    "NotRepresentable",
+    "WireDelivery",
+    "WirePlan",
+    "not_applicable_reason",
+    "plan_wire",
+    "prepare",
+    "relabel",
+    "response_deferred_liveness",
+]
+
+ABSTRACT: Final = "abstract"
+
+ItemRule = Literal["keep", "index", "shared_index"]
+TextRule = Literal["keep", "text", "shared_index"]
+
+# How each protocol addresses a call's item and a text item (see each provider module):
+# "index": call items are integer indexes, text has the protocol's single text item;
+# "shared_index": calls and text blocks share one integer index space per response.
+_ITEMS: Final[dict[str, tuple[ItemRule, TextRule]]] = {
+    "openai-responses": ("keep", "keep"),
+    "openai-chat": ("index", "text"),
+    "gemini": ("index", "text"),
+    "anthropic-messages": ("shared_index", "shared_index"),
+    "bedrock-converse": ("shared_index", "shared_index"),
+    "cohere-v2": ("shared_index", "shared_index"),
+    "gemini-interactions": ("shared_index", "shared_index"),
+}
+_TEXT_ITEM: Final = "text"
+
+
+def not_applicable_reason(protocol: str) -> str:
+    """The key under which a certification counts traces the protocol cannot express
+    (beside the capability names of the other not-applicable traces)."""
+    return f"{protocol} rendering"
+
+
+def _is_index(item: str) -> bool:
+    return item.isascii() and item.isdecimal() and (len(item) == 1 or item[0] != "0")
+
+
+def relabel(trace: Trace, protocol: str) -> Trace:
+    """``trace`` with its item identities in the form ``protocol`` addresses them.
+
+    Per response, when an item is not already valid (an integer index where the protocol
+    wants one, the text item where text has no item of its own), every item of that kind
+    in the response is numbered in order of first appearance. Items are names to the model,
+    so the verdicts are the same up to the renaming."""
+    call_rule, text_rule = _ITEMS.get(protocol, ("keep", "keep"))
+    if call_rule == "keep" and text_rule == "keep":
+        return trace
+    calls: dict[tuple[str, str], list[str]] = {}  # (turn, response) -> call items in order
+    texts: dict[tuple[str, str], list[str]] = {}
+    for event in trace.events:
+        if isinstance(event, (CallOpened, Fragment, CallTerminal)):
+            _note(calls, (event.turn, event.response), event.item)
+        elif isinstance(event, TextFragment):
+            _note(texts, (event.turn, event.response), event.item)
+    mapping: dict[tuple[str, str, str, bool], str] = {}  # (turn, response, item, is_text) -> new item
+    for where in {*calls, *texts}:
+        call_items, text_items = calls.get(where, []), texts.get(where, [])
+        if call_rule == "shared_index":
+            every = list(dict.fromkeys([*call_items, *text_items]))
+            if not all(_is_index(i) for i in every):
+                for n, item in enumerate(every):
+                    mapping[(*where, item, False)] = mapping[(*where, item, True)] = str(n)
+            continue
+        if not all(_is_index(i) for i in call_items):
+            for n, item in enumerate(call_items):
+                mapping[(*where, item, False)] = str(n)
+        if text_rule == "text":
+            for item in text_items:
+                mapping[(*where, item, True)] = _TEXT_ITEM
+    if not mapping:
+        return trace
+
+    def item_of(event: Event) -> Event:
+        if isinstance(event, (CallOpened, Fragment, CallTerminal, TextFragment)):
+            key = (event.turn, event.response, event.item, isinstance(event, TextFragment))
+            new = mapping.get(key)
+            if new is not None and new != event.item:
+                return dataclasses.replace(event, item=new)
+        return event
+
+    events = tuple(item_of(e) for e in trace.events)
+    return dataclasses.replace(trace, events=events)
+
+
+def _note(seen: dict[tuple[str, str], list[str]], where: tuple[str, str], item: str) -> None:
+    items = seen.setdefault(where, [])
+    if item not in items:
+        items.append(item)
+
+
+# --------------------------------------------------------------------------------------
+# The plan: what each delivered abstract event becomes on the wire
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WireDelivery:
+    """What the runner does for one event of the delivered sequence.
+
+    ``payloads`` go to ``receive_wire``; the first ``early`` of them at the previous step
+    (the event has not happened on the wire yet, see the module docstring), the rest at the
+    event's own step. ``end_stream`` follows when the body ends cleanly after them.
+    ``receive`` says the event itself goes to ``receive()`` (application events, and a
+    disconnect, which is the connection dropping rather than a payload)."""
+
+    payloads: tuple[Mapping[str, Any], ...] = ()
+    early: int = 0
+    end_stream: bool = False
+    receive: bool = False
+
+    def fresh_payloads(self) -> list[Mapping[str, Any]]:
+        """Copies of the payloads, so that nothing a target does to one can leak into the
+        next run of the same plan."""
+        return [copy.deepcopy(p) for p in self.payloads]
+
+
+@dataclass(frozen=True)
+class WirePlan:
+    """The deliveries of one trace's delivered events, one per event, in order."""
+
+    protocol: str
+    deliveries: tuple[WireDelivery, ...]
+    streams: int = 0
+
+    @property
+    def payload_count(self) -> int:
+        return sum(len(d.payloads) for d in self.deliveries)
+
+
+@dataclass
+class _Stream:
+    turn: str
+    response: str
+    events: list[tuple[int, Event]] = field(default_factory=list)
+    clean_end: int | None = None  # delivered index of the ResponseTerminal
+
+
+def _streams(events: Sequence[Event]) -> tuple[list[_Stream], list[bool]]:
+    """Split the wire events into streams; also which events go to ``receive()``."""
+    streams: list[_Stream] = []
+    receive = [False] * len(events)
+    current: _Stream | None = None
+    closed: set[tuple[str, str]] = set()
+    in_force: str | None = None  # the turn of the last TurnStarted
+    for index, event in enumerate(events):
+        where = f"event {index} ({event.kind})"
+        if isinstance(event, TurnStarted):
+            in_force = event.turn
+        if isinstance(event, Restart):
+            if current is not None:  # the connection is gone with the process
+                closed.add((current.turn, current.response))
+                current = None
+            receive[index] = True
+        elif isinstance(event, Disconnect):
+            receive[index] = True
+            key = (event.turn, event.response)
+            if current is not None:
+                if (current.turn, current.response) != key:
+                    raise NotRepresentable(
+                        f"{where}: drops response {event.response!r} while the target reads {current.response!r}; "
+                        "a target reads one stream at a time"
+                    )
+                current.events.append((index, event))
+                closed.add(key)
+                current = None
+        elif isinstance(event, WIRE_EVENTS):
+            key = (event.turn, event.response)
+            if current is None:
+                if key in closed:
+                    raise NotRepresentable(
+                        f"{where}: response {event.response!r} already ended or lost its connection; "
+                        "a stream does not reopen"
+                    )
+                if event.turn != in_force:
+                    raise NotRepresentable(
+                        f"{where}: a stream of turn {event.turn!r} opens while turn {in_force!r} is in force; no "
+                        "wire names its turn, so a target binds a stream to the turn in force when it opens"
+                    )
+                current = _Stream(event.turn, event.response)
+                streams.append(current)
+            elif (current.turn, current.response) != key:
+                raise NotRepresentable(
+                    f"{where}: turn {event.turn!r} response {event.response!r} interleaves with turn "
+                    f"{current.turn!r} response {current.response!r}; a target reads one stream at a time"
+                )
+            current.events.append((index, event))
+            if isinstance(event, ResponseTerminal):
+                current.clean_end = index
+                closed.add(key)
+                current = None
+        else:
+            receive[index] = True
+    return streams, receive
+
+
+def _render_grouped(protocol: str, events: Sequence[Event]) -> list[list[dict[str, Any]]]:
+    """The protocol's payloads for ``events`` (one stream), grouped by the event whose
+    rendering produced them. The renderer is instrumented rather than run on prefixes:
+    some renderers look at the whole stream first (Responses numbers each call's deltas
+    in a block sized by its last position), so a prefix would render differently."""
+    renderer = registry.get(protocol).new_renderer()
+    groups: list[list[dict[str, Any]]] = [[] for _ in events]
+    current = -1
+    dispatch: Callable[[Event, str], None] = renderer._dispatch
+    emit: Callable[[dict[str, Any]], None] = renderer._emit
+
+    def traced_dispatch(event: Event, where: str) -> None:
+        nonlocal current
+        current += 1
+        dispatch(event, where)
+
+    def traced_emit(payload: dict[str, Any]) -> None:
+        groups[max(current, 0)].append(payload)
+        emit(payload)
+
+    renderer._dispatch = traced_dispatch  # type: ignore[method-assign]
+    renderer._emit = traced_emit  # type: ignore[method-assign]
+    payloads = renderer.render(events)
+    flat = [p for g in groups for p in g]
+    if len(flat) != len(payloads) or any(a is not b for a, b in zip(flat, payloads, strict=True)):
+        raise RuntimeError(f"{protocol}: the renderer emitted payloads outside its events")  # pragma: no cover
+    return groups
+
+
+def _as_servers_send(protocol: str, groups: list[list[dict[str, Any]]]) -> None:
+    """Add, in place, the fields real servers always send that the renderer leaves out
+    (see the module docstring)."""
+    if protocol == "anthropic-messages":
+        for payload in (p for g in groups for p in g):
+            if payload.get("type") == "message_delta" and "usage" not in payload:
+                payload["usage"] = {"output_tokens": 0}
+    elif protocol == "openai-responses":
+        done: dict[int, Any] = {}
+        for payload in (p for g in groups for p in g):
+            kind = payload.get("type")
+            if kind == "response.created":
+                done = {}
+            elif kind == "response.output_item.done" and isinstance(payload.get("output_index"), int):
+                done[payload["output_index"]] = payload.get("item")
+            elif kind in ("response.completed", "response.incomplete", "response.failed"):
+                body = payload.get("response")
+                if isinstance(body, dict) and not body.get("output"):
+                    body["output"] = [copy.deepcopy(done[i]) for i in sorted(done)]
+
+
+def _early_counts(protocol: str, stream: _Stream, groups: list[list[dict[str, Any]]]) -> list[int]:
+    """Per group: how many payloads come before the first one on which the protocol's
+    parser reports an abstract event (0 when it reports nothing in the group)."""
+    parser = registry.get(protocol).new_parser(stream.turn, stream.response)
+    out: list[int] = []
+    broken = False
+    for group in groups:
+        early = 0
+        for k, payload in enumerate(group):
+            if broken:
+                break
+            try:
+                said = parser.feed(copy.deepcopy(payload))
+            except ProviderError:
+                broken = True  # a rendering the parser refuses: keep the renderer's attribution
+                break
+            if said:
+                early = k
+                break
+        out.append(early)
+    return out
+
+
+def plan_wire(protocol: str, events: Sequence[Event]) -> WirePlan:
+    """The deliveries for ``events`` (a trace's delivered events, already relabelled).
+    Raises :class:`NotRepresentable` when the protocol, or a one-stream-at-a-time target,
+    cannot carry them."""
+    registry.get(protocol)  # an unknown protocol is a KeyError naming the known ones
+    streams, receive = _streams(events)
+    payloads: list[list[dict[str, Any]]] = [[] for _ in events]
+    early = [0] * len(events)
+    ends: set[int] = set()
+    for stream in streams:
+        groups = _render_grouped(protocol, [e for _, e in stream.events])
+        _as_servers_send(protocol, groups)
+        counts = _early_counts(protocol, stream, groups)
+        for (index, _), group, count in zip(stream.events, groups, counts, strict=True):
+            payloads[index] = group
+            early[index] = count
+        if stream.clean_end is not None:
+            ends.add(stream.clean_end)
+    deliveries = tuple(WireDelivery(tuple(payloads[i]), early[i], i in ends, receive[i]) for i in range(len(events)))
+    return WirePlan(protocol, deliveries, len(streams))
+
+
+def prepare(trace: Trace, protocol: str) -> tuple[Trace, WirePlan]:
+    """The trace as it runs against a ``protocol`` target (relabelled) and its wire plan.
+    Raises :class:`NotRepresentable`."""
+    relabelled = relabel(trace, protocol)
+    return relabelled, plan_wire(protocol, relabelled.delivered())
+
+
+def response_deferred_liveness(trace: Trace) -> Callable[[Any], bool]:
+    """A predicate over findings' call keys: true when a liveness finding for that call
+    counts for a provider-protocol target, that is when the call's response ended with
+    ``completed`` in ``trace`` (see the module docstring)."""
+    ended = {
+        (e.turn, e.response) for e in trace.delivered() if isinstance(e, ResponseTerminal) and e.reason == "completed"
+    }
+
+    def counts(key: Any) -> bool:
+        return key is None or (key.turn, key.response) in ended
+
+    return counts

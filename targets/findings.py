@@ -1,0 +1,323 @@
+"""What the client libraries do wrong, named once: the findings behind the violated cells of
+the conformance matrix (:mod:`callsafe.certify.matrix`).
+
+Each :class:`Finding` carries
+
+* a **witness**: one or more short abstract traces that show it through the harness, the
+  same way the matrix runs every trace (rendered for the library's protocol, judged by
+  the oracle);
+* the **surfaces** it shows on, each with the invariants the witnesses violate there
+  (``tests/test_matrix_findings.py`` runs every witness and checks the record is exact,
+  so a library release that changes behaviour fails until this table is updated);
+* the **script** in ``targets/repro/`` that reproduces it with the library alone (no
+  callsafe import, under 30 lines, exit status 1 while the problem shows).
+
+The matrix lists, in each violated cell, the findings recorded for that surface and
+invariant; a test checks that every violated cell has at least one. Notes explain cells
+whose reading is not obvious (:func:`notes_for`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from callsafe.model.builder import TraceBuilder
+from callsafe.model.vocabulary import StopReason, ToolSpec, Trace
+
+__all__ = ["FINDINGS", "NOTES", "REPRO_DIR", "Finding", "findings_for", "notes_for"]
+
+REPRO_DIR: Final = "targets/repro"
+PAY: Final = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}
+WHOLE: Final = ('{"amount":1', "00}")
+TRUNCATED: Final = ('{"amount":10',)
+GLUED: Final = ('{"amount":1}', '{"amount":2}')
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One behaviour of one library that breaks an invariant (safety) or loses a valid call
+    (liveness)."""
+
+    id: str
+    library: str  # distribution
+    summary: str
+    script: str | None  # file name in targets/repro
+    witnesses: tuple[Trace, ...]
+    surfaces: Mapping[str, frozenset[str]]  # catalog name -> invariants the witnesses violate there
+
+    @property
+    def script_path(self) -> str | None:
+        return f"{REPRO_DIR}/{self.script}" if self.script else None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "summary": self.summary}
+        if self.script_path:
+            out["script"] = self.script_path
+        return out
+
+
+def _b() -> TraceBuilder:
+    return TraceBuilder(tools={"pay": ToolSpec(schema=PAY)}).turn("t1", response="r1")
+
+
+def _one(texts: tuple[str, ...], stop: StopReason | None = "completed", end: StopReason | None = "completed") -> Trace:
+    """One call on item 0 with ``texts``; its terminal with ``stop`` (None: none), then the
+    response's end with ``end`` (None: the body is still open when the trace ends)."""
+    b = _b().open("call_a", "pay", item="0").fragments("call_a", *texts)
+    if stop is not None:
+        b.terminal("call_a", stop)
+    if end is not None:
+        b.response_end(end)
+    return b.build()
+
+
+def _two(
+    a: tuple[str, ...],
+    b: tuple[str, ...],
+    *,
+    shared: bool = False,
+    interleaved: bool = False,
+    stop: StopReason = "completed",
+    a_ends: bool = True,
+) -> Trace:
+    """Two calls (items 0 and 1, or both 0), in sequence or interleaved, both ended with
+    ``stop`` at the end of the response (``a_ends=False``: call a never gets its terminal)."""
+    t = _b().open("call_a", "pay", item="0")
+    if interleaved:
+        t.fragments("call_a", *a[:1]).open("call_b", "pay", item="0" if shared else "1")
+        t.fragments("call_b", *b[:1]).fragments("call_a", *a[1:]).fragments("call_b", *b[1:])
+    else:
+        t.fragments("call_a", *a).open("call_b", "pay", item="0" if shared else "1").fragments("call_b", *b)
+    if a_ends:
+        t.terminal("call_a", stop)
+    return t.terminal("call_b", stop).response_end(stop).build()
+
+
+def _s(*invariants: str) -> frozenset[str]:
+    return frozenset(invariants)
+
+
+T, X, C, L = "INV-TERMINAL", "INV-EXACT-ARGS", "INV-CANCEL", "LIVE-DISPATCH"
+OA_DONE, OA_FINAL, OA_NONSTRICT = (
+    "openai:openai-chat:done_event",
+    "openai:openai-chat:final",
+    ("openai:openai-chat:done_event+nonstrict"),
+)
+OR_DONE, OR_FINAL = "openai:openai-responses:arguments_done", "openai:openai-responses:final"
+AN_STOP, AN_FINAL, AN_FINE = (
+    "anthropic:anthropic-messages:block_stop",
+    "anthropic:anthropic-messages:final",
+    "anthropic:anthropic-messages:block_stop+fine-grained",
+)
+LC_FINAL, LC_PREVIEW = "langchain-core:openai-chat:final", "langchain-core:openai-chat:preview"
+PA_AGENT, PA_PARTS = "pydantic-ai-slim:openai-chat:agent", "pydantic-ai-slim:openai-chat:parts"
+LL_FINAL = "litellm:openai-chat:final"
+
+FINDINGS: Final[tuple[Finding, ...]] = (
+    # -- openai, Chat Completions ------------------------------------------------------------
+    Finding(
+        "OA-CHAT-DONE-BEFORE-END",
+        "openai",
+        "ChatCompletionStreamState emits tool_calls.function.arguments.done for a call as soon as the next tool "
+        "index starts, before the finish_reason: a length stop that follows cannot take it back, and with "
+        "interleaved calls the early done carries partial arguments (strict tools then raise and end the stream)",
+        "openai_chat_done_before_length.py",
+        (_two(WHOLE, TRUNCATED, stop="length"), _two(WHOLE, WHOLE, interleaved=True)),
+        {OA_DONE: _s(T, C, L), OA_FINAL: _s(L), OA_NONSTRICT: _s(T, C, L)},
+    ),
+    Finding(
+        "OA-CHAT-NONSTRICT-LENGTH-DONE",
+        "openai",
+        "with non-strict tools, finish_reason length still emits tool_calls.function.arguments.done with the "
+        "arguments of the call it cut off",
+        "openai_chat_nonstrict_length_done.py",
+        (_one(WHOLE, "length", "length"),),
+        {OA_NONSTRICT: _s(T, C)},
+    ),
+    Finding(
+        "OA-CHAT-INDEX-COLLISION",
+        "openai",
+        "two calls sharing a tool index are merged into one (ids, names and arguments concatenated): neither runs, "
+        "or glued fragments that parse run under an id the stream never carried",
+        "openai_chat_index_collision.py",
+        (_two(WHOLE, WHOLE, shared=True),),
+        {OA_DONE: _s(L), OA_FINAL: _s(L), OA_NONSTRICT: _s(L)},
+    ),
+    Finding(
+        "OA-CHAT-STRICT-ONE-BAD-CALL",
+        "openai",
+        "with strict tools, one call whose arguments do not parse makes the state raise (at its done event, or in "
+        "get_final_completion): the stream ends and every other, valid call of the response is lost "
+        "(the spec: validate per call, not per stream)",
+        "openai_chat_strict_bad_call_loses_others.py",
+        (_two(TRUNCATED, WHOLE),),
+        {OA_DONE: _s(L), OA_FINAL: _s(L)},
+    ),
+    # -- openai, Responses -------------------------------------------------------------------
+    Finding(
+        "OA-RESP-DONE-BEFORE-ITEM-DONE",
+        "openai",
+        "response.function_call_arguments.done comes before response.output_item.done, the event that carries the "
+        "item's status: acting on it runs the tool before the call has ended under its protocol, and the item can "
+        "still end incomplete (the script shows a done event handed out before response.incomplete)",
+        "openai_responses_done_then_incomplete.py",
+        (_one(WHOLE, "completed", None),),
+        {OR_DONE: _s(T)},
+    ),
+    Finding(
+        "OA-RESP-FINAL-UNFINISHED-ITEM",
+        "openai",
+        "ResponseStreamState raises at response.completed when any output item never got output_item.done: the "
+        "final response, with every complete call in it, is lost (the spec: validate per call, not per stream)",
+        "openai_responses_unfinished_item_loses_calls.py",
+        (_two((), WHOLE, a_ends=False),),
+        {OR_FINAL: _s(L)},
+    ),
+    Finding(
+        "OA-RESP-STRICT-ONE-BAD-CALL",
+        "openai",
+        "with strict tools, one function_call whose arguments do not parse makes the final response raise: every "
+        "other, valid call is lost (the spec: validate per call, not per stream)",
+        "openai_responses_strict_bad_call_loses_others.py",
+        (_two(TRUNCATED, WHOLE),),
+        {OR_FINAL: _s(L)},
+    ),
+    # -- anthropic -----------------------------------------------------------------------------
+    Finding(
+        "AN-GLUED-OBJECTS",
+        "anthropic",
+        "'}{'-glued input is accepted as its first object ({'amount': 1}); malformed input is never rejected",
+        "anthropic_glued_objects.py",
+        (_one(GLUED),),
+        {AN_STOP: _s(T), AN_FINAL: _s(T), AN_FINE: _s(T)},
+    ),
+    Finding(
+        "AN-TRUNCATED-REPAIRED",
+        "anthropic",
+        "a tool_use block whose input was cut off ('{\"amount\":10') is presented at content_block_stop, and in the "
+        "final message, with its input repaired by partial JSON parsing ({'amount': 10}); a max_tokens stop "
+        "reason only arrives after the block stopped",
+        "anthropic_truncated_input_repaired.py",
+        (_one(TRUNCATED, "completed", "length"), _one(TRUNCATED)),
+        {AN_STOP: _s(T), AN_FINAL: _s(T), AN_FINE: _s(T)},
+    ),
+    Finding(
+        "AN-FINAL-UNSTOPPED-BLOCK",
+        "anthropic",
+        "the final message (message_stop, stop_reason tool_use) keeps a tool_use block that never got its "
+        "content_block_stop, with whatever input had arrived, repaired: it is presented as a finished call",
+        "anthropic_final_keeps_unstopped_block.py",
+        (_one(('{"amount":1',), None),),
+        {AN_FINAL: _s(T, C)},
+    ),
+    # -- langchain-core ------------------------------------------------------------------------
+    Finding(
+        "LC-TRUNCATED-REPAIRED",
+        "langchain-core",
+        "AIMessageChunk's tool_calls are parsed best-effort (parse_partial_json) and carry no finish reason: a call "
+        "cut off at length comes out valid and repaired ({'amount': 10}), and tool_calls (what LangGraph runs) "
+        "are the same after a length stop or with no finish reason at all",
+        "langchain_core_truncated_args_repaired.py",
+        (_one(TRUNCATED, "length", "length"), _one(WHOLE, None, None)),
+        {LC_FINAL: _s(T, C), LC_PREVIEW: _s(T, C)},
+    ),
+    Finding(
+        "LC-INDEX-COLLISION",
+        "langchain-core",
+        "a second call at the same index gets its own entry, but its id-less argument chunks merge into the first "
+        "entry with that index",
+        "langchain_core_index_collision.py",
+        (_two((), WHOLE, shared=True),),
+        {LC_FINAL: _s(T, X), LC_PREVIEW: _s(T, X)},
+    ),
+    Finding(
+        "LC-GLUED-OBJECTS",
+        "langchain-core",
+        "'}{'-glued arguments become a valid tool_call with the first object, not an invalid_tool_call",
+        "langchain_core_glued_objects.py",
+        (_one(GLUED),),
+        {LC_FINAL: _s(T), LC_PREVIEW: _s(T)},
+    ),
+    Finding(
+        "LC-PARTIAL-PREVIEW",
+        "langchain-core",
+        "mid-stream, the aggregate's tool_calls already hold each call as parsed, with a repaired prefix of its "
+        "arguments (documented as best-effort): acting on them runs a call before it ended, with arguments it "
+        "never had",
+        "langchain_core_partial_preview.py",
+        (_one(WHOLE),),
+        {LC_PREVIEW: _s(T, X)},
+    ),
+    # -- pydantic-ai ---------------------------------------------------------------------------
+    Finding(
+        "PA-LENGTH-STOP",
+        "pydantic-ai-slim",
+        "the Agent runs the tool calls of a response that ended with finish_reason length; only a last call whose "
+        "JSON does not parse is refused (check_incomplete_tool_call)",
+        "pydantic_ai_length_stop_runs_tool.py",
+        (_one(WHOLE, "length", "length"),),
+        {PA_AGENT: _s(T, C)},
+    ),
+    Finding(
+        "PA-NO-FINISH-REASON",
+        "pydantic-ai-slim",
+        "a stream that ended without any finish_reason counts as 'stop': its calls run",
+        "pydantic_ai_no_finish_reason_runs_tool.py",
+        (_one(WHOLE, None, None),),
+        {PA_AGENT: _s(T), PA_PARTS: _s(T)},
+    ),
+    Finding(
+        "PA-INDEX-COLLISION",
+        "pydantic-ai-slim",
+        "a new call id at the same vendor index replaces the part's id and glues the arguments: the first call is "
+        "lost, and glued fragments that parse run under the second id",
+        "pydantic_ai_index_collision.py",
+        (_two(WHOLE, WHOLE, shared=True),),
+        {PA_AGENT: _s(L), PA_PARTS: _s(L)},
+    ),
+    # -- litellm -------------------------------------------------------------------------------
+    Finding(
+        "LL-NO-FINISH-REASON",
+        "litellm",
+        "stream_chunk_builder reports finish_reason 'stop' for a stream that never carried one",
+        "litellm_no_finish_reason.py",
+        (_one(WHOLE, None, None),),
+        {LL_FINAL: _s(T)},
+    ),
+    Finding(
+        "LL-INDEX-COLLISION",
+        "litellm",
+        "stream_chunk_builder merges calls sharing an index: the last id and name win and the arguments are "
+        "joined, so the first call is lost, and glued fragments that parse run under the second id",
+        "litellm_index_collision.py",
+        (_two(WHOLE, WHOLE, shared=True),),
+        {LL_FINAL: _s(L)},
+    ),
+)
+
+NOTES: Final[dict[tuple[str, str], str]] = {
+    (OR_DONE, T): (
+        "Why INV-TERMINAL, when the arguments are complete: under callsafe's providers mapping (strict) a "
+        "Responses call ends at response.output_item.done, the event that carries the item's status; "
+        "response.function_call_arguments.done comes one event earlier. An application that runs the tool at "
+        "arguments.done runs it before the call has ended under its protocol, and the item may still turn out "
+        "incomplete (response.incomplete, max_output_tokens). In the rendered traces both events come from the "
+        "same abstract terminal event, so the runner delivers arguments.done at the step before it; the "
+        "counterexample is therefore a plain, well-formed call. The final surface, which waits for "
+        "response.completed, holds."
+    ),
+}
+
+
+def findings_for(spec: str, invariant: str) -> list[Finding]:
+    """The findings recorded for a matrix row (``library:NAME``) and invariant."""
+    name = spec.removeprefix("library:")
+    return [f for f in FINDINGS if invariant in f.surfaces.get(name, frozenset())]
+
+
+def notes_for(spec: str, invariant: str) -> list[str]:
+    """Explanations for a cell whose reading is not obvious."""
+    note = NOTES.get((spec.removeprefix("library:"), invariant))
+    return [note] if note else []

@@ -1,0 +1,123 @@
+"""``callsafe matrix``: the conformance matrix of the client libraries and the reference.
+
+The matrices here are small (a few rows, the wire-shaped traces and the catalog) so that
+the tests stay fast; the full matrix is ``callsafe matrix``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from callsafe.certify.cli_matrix import matrix_cmd
+from callsafe.certify.harness import WIRE_GENERATOR, Options
+from callsafe.certify.matrix import (
+    REFERENCE_ROW,
+    RowSpec,
+    default_rows,
+    matrix_json,
+    matrix_markdown,
+    run_matrix,
+    stable_view,
+    write_matrix,
+)
+from callsafe.model.invariants import INVARIANTS
+from callsafe.targets.libraries import LIBRARY_TARGETS, unavailable
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = Options(depth=1, walks=5, generators=(WIRE_GENERATOR, "catalog"), minimize_budget=20)
+ANTHROPIC = RowSpec("library:anthropic:anthropic-messages:block_stop", "anthropic", "anthropic-messages", "block_stop")
+LANGCHAIN = RowSpec("library:langchain-core:openai-chat:preview", "langchain-core", "openai-chat", "preview")
+
+
+def _need(row: RowSpec) -> None:
+    reason = unavailable(row.spec.removeprefix("library:"))
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def test_rows_are_the_reference_then_every_library_surface() -> None:
+    rows = default_rows()
+    assert rows[0] == REFERENCE_ROW
+    assert [r.spec for r in rows[1:]] == [f"library:{name}" for name in LIBRARY_TARGETS]
+    assert len({r.label for r in rows}) == len(rows)  # each surface is a row of its own
+
+
+def test_matrix_is_stable_for_a_seed_and_judges_fairly(tmp_path: Path) -> None:
+    """Two runs with the same seed agree on everything but the timings; the reference holds
+    everything; a library gets "not applicable" where it lacks what an invariant needs, and
+    each violated cell carries its counterexample and a reproduction script that exists."""
+    _need(ANTHROPIC)
+    _need(LANGCHAIN)
+    rows = [REFERENCE_ROW, ANTHROPIC, LANGCHAIN]
+    first = matrix_json(run_matrix(SMALL, rows))
+    second_matrix = run_matrix(SMALL, rows)
+    second = matrix_json(second_matrix)
+    assert stable_view(first) == stable_view(second)
+    assert "timings" in first and "timings" not in stable_view(first)
+
+    reference, anthropic, langchain = second["rows"]
+    assert {c["status"] for c in reference["cells"].values()} == {"holds"}
+    for row in (anthropic, langchain):
+        assert row["version"] and row["available"]
+        for inv in INVARIANTS:
+            cell = row["cells"][inv.id]
+            if inv.needs:
+                assert cell["status"] == "not_applicable" and "needs" in cell["reason"]
+            if cell["status"] == "violated":
+                ce = cell["counterexample"]
+                assert ce["steps"] and ce["findings"] and ce["wire"]
+                assert cell["findings"], (row["spec"], inv.id)
+                for finding in cell["findings"]:
+                    assert (ROOT / finding["script"]).is_file()
+        assert row["traces_not_applicable"][f"{row['protocol']} rendering"] > 0
+    assert anthropic["cells"]["INV-TERMINAL"]["status"] == "violated"
+    assert langchain["cells"]["INV-TERMINAL"]["status"] == "violated"
+
+    files = write_matrix(second_matrix, tmp_path)
+    assert json.loads(files.json.read_text())["rows"][1]["spec"] == ANTHROPIC.spec
+    replay = files.counterexamples[(ANTHROPIC.spec, "INV-TERMINAL")]
+    assert json.loads((tmp_path / replay).read_text())["events"]
+    text = files.markdown.read_text()
+    assert "| anthropic " in text and "targets/repro/anthropic_" in text and f"callsafe replay {replay}" in text
+    assert "<table>" in files.html.read_text()
+
+
+def test_replaying_a_matrix_counterexample_shows_the_same_violation(tmp_path: Path) -> None:
+    _need(ANTHROPIC)
+    from callsafe.certify.cli import main
+
+    files = write_matrix(run_matrix(SMALL, [ANTHROPIC]), tmp_path)
+    path = tmp_path / files.counterexamples[(ANTHROPIC.spec, "INV-TERMINAL")]
+    result = CliRunner().invoke(main, ["replay", str(path), "--target", ANTHROPIC.spec])
+    assert result.exit_code == 1, result.output
+    assert "INV-TERMINAL" in result.output
+
+
+def test_a_missing_library_is_a_row_that_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import callsafe.targets.libraries as libraries
+
+    monkeypatch.setattr(libraries, "unavailable", lambda name: "litellm is not installed (pip install litellm)")
+    matrix = run_matrix(SMALL, [RowSpec("library:litellm:openai-chat:final", "litellm", "openai-chat", "final")])
+    (row,) = matrix.rows
+    assert row.unavailable and row.traces_run == 0
+    assert {c.status for c in row.cells.values()} == {"not_applicable"}
+    assert "(not installed)" in matrix_markdown(matrix)
+
+
+def test_the_command_writes_the_three_files(tmp_path: Path) -> None:
+    group = click.Group(commands={"matrix": matrix_cmd})
+    out = tmp_path / "m"
+    args = ["matrix", "--report", str(out), "--depth", "0", "--walks", "0", "--only", "reference", "--seed", "3"]
+    result = CliRunner().invoke(group, args)
+    assert result.exit_code == 0, result.output
+    assert (out / "matrix.md").is_file() and (out / "matrix.html").is_file()
+    doc = json.loads((out / "matrix.json").read_text())
+    assert doc["options"]["seed"] == 3 and [r["spec"] for r in doc["rows"]] == [REFERENCE_ROW.spec]
+    assert "conformance matrix" in result.output
+    bad = CliRunner().invoke(group, ["matrix", "--report", str(out), "--only", "no-such-row"])
+    assert bad.exit_code == 2 and "no row matches" in bad.output

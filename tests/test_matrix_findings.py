@@ -1,0 +1,61 @@
+"""The findings behind the matrix's violated cells (``callsafe.targets.findings``): each one's
+witness traces violate, through the harness, exactly the invariants recorded for each
+surface, and each one's reproduction script exists and stands alone. (The scripts themselves
+run in ``tests/test_targets_libraries.py``, with every script of ``targets/repro``.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from callsafe.certify.harness import check_trace
+from callsafe.targets.findings import FINDINGS, NOTES, findings_for, notes_for
+from callsafe.targets.libraries import LIBRARY_TARGETS, unavailable
+
+ROOT = Path(__file__).resolve().parents[1]
+PREFIX = {
+    "openai": "openai_",
+    "anthropic": "anthropic_",
+    "langchain-core": "langchain_core_",
+    "pydantic-ai-slim": "pydantic_ai_",
+    "litellm": "litellm_",
+}
+
+
+def test_findings_are_named_once_and_name_known_surfaces() -> None:
+    assert len({f.id for f in FINDINGS}) == len(FINDINGS)
+    for f in FINDINGS:
+        assert f.surfaces and f.witnesses, f.id
+        for surface in f.surfaces:
+            assert surface in LIBRARY_TARGETS and surface.split(":")[0] == f.library, (f.id, surface)
+    for surface, invariant in NOTES:
+        assert surface in LIBRARY_TARGETS and notes_for(f"library:{surface}", invariant)
+
+
+@pytest.mark.parametrize("finding", FINDINGS, ids=[f.id for f in FINDINGS])
+def test_witnesses_violate_exactly_what_is_recorded(finding: object) -> None:
+    from callsafe.targets.findings import Finding
+
+    assert isinstance(finding, Finding)
+    for surface, recorded in finding.surfaces.items():
+        reason = unavailable(surface)
+        if reason is not None:
+            pytest.skip(reason)
+        violated: set[str] = set()
+        for witness in finding.witnesses:
+            checked = check_trace(f"library:{surface}", witness)
+            assert not checked.missing, (finding.id, surface, checked.note)
+            violated |= checked.violated
+        assert violated == recorded, f"{finding.id} on {surface}: {sorted(violated)}, recorded {sorted(recorded)}"
+        assert finding in findings_for(f"library:{surface}", next(iter(recorded)))
+
+
+def test_every_script_stands_alone() -> None:
+    for f in FINDINGS:
+        assert f.script_path is not None, f.id
+        path = ROOT / f.script_path
+        text = path.read_text(encoding="utf-8")
+        assert len(text.splitlines()) < 30, f.script
+        assert "callsafe" not in text, f.script
+        assert f.script.startswith(PREFIX[f.library]), f.script
