@@ -84,7 +84,7 @@ __all__ = [
     "generators_for",
 ]
 
-GENERATORS: Final = ("catalog", "coverage", "walks", "exhaustive")
+GENERATORS: Final = ("catalog", "coverage", "synthesis", "walks", "exhaustive")
 WIRE_GENERATOR: Final = "wire"  # wire-shaped traces (callsafe.certify.wire_traces)
 KNOWN_GENERATORS: Final = (*GENERATORS, WIRE_GENERATOR)
 
@@ -424,6 +424,10 @@ def _traces(
     if name == WIRE_GENERATOR:
         traces = list(wire_traces())
         return iter(traces), len(traces)
+    if name == "synthesis":
+        synthesised = _synthesised()
+        stats.info = {"traces": [f"{t.name}: {t.source}" for t in synthesised]}
+        return iter(synthesised), len(synthesised)
     during = "business_validation" in capabilities
     if name == "coverage":
         suite = _coverage_suite(config_for(capabilities), during)
@@ -436,6 +440,30 @@ def _traces(
     bound = exhaustive_bound(options.depth, capabilities, protocol)
     stats.info = {"bound": bound.to_json()}
     return exhaustive_traces(bound, exhaustive), None
+
+
+# The document the fragmentation synthesis cuts up: a payment whose amount a repeated
+# fragment or a cut-off prefix changes, and a memo with an escape and multi-byte text.
+_PAYMENT_SCHEMA: Final = {
+    "type": "object",
+    "required": ["amount"],
+    "properties": {"amount": {"type": "integer"}, "memo": {"type": "string"}},
+    "additionalProperties": False,
+}
+_PAYMENT: Final = {"amount": 100, "memo": 'café "1" 🦄'}
+
+
+@functools.lru_cache(maxsize=1)
+def _synthesised() -> tuple[Trace, ...]:
+    """z3-synthesised traces (labelled ``synthesised: ...`` in their source): one per named
+    hazard, and the fragmentations that fool weak assemblers. Deterministic; computed
+    once per process."""
+    from callsafe.generators.fragmentation import synthesised_fragmentations
+    from callsafe.generators.synthesis import synthesised_traces
+
+    hazards = [trace for _, trace in synthesised_traces()]
+    fragmentations = [trace for _, trace in synthesised_fragmentations(_PAYMENT_SCHEMA, _PAYMENT, tool="pay")]
+    return (*hazards, *fragmentations)
 
 
 class _Executor:
