@@ -13,6 +13,7 @@ shrinks to a minimal sequence of rules, and its message carries the trace as JSO
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 
 from hypothesis.stateful import RuleBasedStateMachine
@@ -20,7 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine
 from callsafe.certify.runner import Session
 from callsafe.certify.targets import TargetFactory, describe, resolve_target
 from callsafe.generators.machine import trace_machine
-from callsafe.model.vocabulary import Event, Limits, Observation, ToolSpec
+from callsafe.model.vocabulary import Event, Limits, Observation, ToolSpec, Trace
 
 __all__ = ["certify_machine"]
 
@@ -58,5 +59,14 @@ def certify_machine(
     def open_driver(catalog: Mapping[str, ToolSpec], run_limits: Limits) -> _SessionDriver:
         return _SessionDriver(Session(factory(), catalog, run_limits).open())
 
+    def shrink(trace: Trace, invariant: str) -> Trace:
+        from callsafe.certify.harness import check_trace
+        from callsafe.certify.minimize import minimize_trace
+
+        def fails(candidate: Trace) -> bool:
+            return invariant in check_trace(factory, candidate).violated
+
+        return minimize_trace(trace, fails, deadline=time.perf_counter() + 20) if fails(trace) else trace
+
     name = "Certify" + "".join(part.capitalize() for part in info.name.replace("-", "_").split("_") if part)
-    return trace_machine(open_driver, info.capabilities, tools, limits, name=name)
+    return trace_machine(open_driver, info.capabilities, tools, limits, name=name, shrink=shrink)

@@ -89,6 +89,7 @@ def trace_machine(
     tools: Mapping[str, ToolSpec] | None = None,
     limits: Limits | None = None,
     name: str = "TraceMachine",
+    shrink: Callable[[Trace, str], Trace] | None = None,
 ) -> type[RuleBasedStateMachine]:
     """A state machine class whose rules send events through a fresh driver per run and
     whose invariant is every applicable invariant of :mod:`callsafe.model.invariants`.
@@ -277,6 +278,10 @@ def trace_machine(
                 for v in found
             ]
             if problems:
+                if shrink is not None:
+                    # Hypothesis shrinks rules; delta debugging then drops every event the
+                    # violation does not need, so the trace printed is minimal.
+                    trace = shrink(trace, problems[0].split(" ", 1)[0])
                 raise AssertionError(
                     "\n".join(problems)
                     + "\n\nReplayable trace (save as JSON, run `callsafe replay FILE --target T`):\n"

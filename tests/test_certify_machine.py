@@ -18,7 +18,12 @@ from callsafe.generators.machine import trace_machine
 from callsafe.model.vocabulary import Event, Limits, Observation, ToolSpec, Trace, TurnStarted
 
 SETTINGS = settings(
-    max_examples=40, stateful_step_count=20, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    max_examples=40,
+    stateful_step_count=20,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
 )
 
 
