@@ -22,6 +22,7 @@ which fail on restart rather than come back as candidates.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -241,11 +242,11 @@ def _reject_constant(name: str) -> Any:
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ParseFailure("duplicate key in object")
-        out[k] = v
+    # Called by json for every object: built by ``dict`` in C, and a duplicate key is a
+    # shorter dict than its list of pairs (one comparison instead of a Python loop).
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ParseFailure("duplicate key in object")
     return out
 
 
@@ -263,21 +264,50 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+# The only way parsing can put a surrogate into a value whose text has none is an escape
+# ``\uD800``..``\uDFFF`` that json.loads does not pair up. Text without such an escape (the
+# common case) cannot yield one, so the walk over the parsed value is skipped; text with
+# one (or with an escaped backslash before ``uD8..``: a false alarm, only slower) is walked.
+# So is text with many containers: the walk recurses per level and runs out of stack on
+# values nested a few hundred deep (a RecursionError, not a ParseFailure), and skipping it
+# there would change that outcome; 64 containers nest at most 64 deep, far from any limit.
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+_WALK_FREE_CONTAINERS: Final = 64
+
+# One decoder for every parse: ``json.loads`` with hooks builds a new JSONDecoder (and its
+# C scanner) per call, which costs as much as parsing a small call's arguments. A decoder
+# keeps no state between parses, so sharing one is what ``json.loads`` itself does.
+_DECODER: Final = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+
+
 def strict_parse(text: str) -> dict[str, Any]:
     """One strict parse: a single JSON object and nothing else. Trailing data (``}{``),
     truncation, duplicate keys, NaN/Infinity and lone surrogates are all failures; the
-    parser never repairs."""
-    if _has_lone_surrogate(text):
+    parser never repairs.
+
+    Cost: the C decoder plus work in C proportional to the text (ASCII text needs no
+    surrogate check at all); Python runs once per JSON object (the duplicate-key hook),
+    and walks the parsed value only when the text holds a surrogate escape or many
+    containers."""
+    if not text.isascii() and _has_lone_surrogate(text):
         raise ParseFailure("lone surrogate in arguments")
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+        if isinstance(text, str) and not text.startswith("\ufeff"):
+            value = _DECODER.decode(text)
+        else:  # what json.loads checks before decoding: a byte-order mark, or bytes
+            value = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
     except ParseFailure:
         raise
     except (json.JSONDecodeError, RecursionError) as exc:
         raise ParseFailure(type(exc).__name__ + ": " + getattr(exc, "msg", "too deep")) from None
     if not isinstance(value, dict):
         raise ParseFailure("arguments must be a JSON object")
-    if _has_lone_surrogate(value):
+    walk = (
+        not isinstance(text, str)
+        or ("\\u" in text and _SURROGATE_ESCAPE.search(text) is not None)
+        or text.count("{") + text.count("[") > _WALK_FREE_CONTAINERS
+    )
+    if walk and _has_lone_surrogate(value):
         raise ParseFailure("lone surrogate in arguments")
     return value
 
@@ -300,10 +330,29 @@ def business_check(spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
     return None
 
 
+# Validators by schema object. Building one (resolving the schema as a resource) costs
+# more than most validations, and the oracle validates every final call. Keyed by the
+# schema's identity, holding the schema so that its id cannot be reused while the entry
+# lives; a schema is a declaration, never changed in place (a schema change is a new
+# ToolSpec with a new schema, as ToolChanged makes). Bounded: cleared when full.
+_VALIDATORS: dict[int, tuple[Mapping[str, Any], Any]] = {}
+_VALIDATORS_MAX: Final = 256
+
+
+def _validator(schema: Mapping[str, Any]) -> Any:
+    entry = _VALIDATORS.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        if len(_VALIDATORS) >= _VALIDATORS_MAX:
+            _VALIDATORS.clear()
+        entry = (schema, jsonschema.validators.validator_for(schema)(schema))
+        _VALIDATORS[id(schema)] = entry
+    return entry[1]
+
+
 def schema_errors(spec: ToolSpec, arguments: Any) -> str | None:
-    """JSON Schema validation with a maintained validator (jsonschema)."""
-    validator_cls = jsonschema.validators.validator_for(spec.schema)
-    error = jsonschema.exceptions.best_match(validator_cls(spec.schema).iter_errors(arguments))
+    """JSON Schema validation with a maintained validator (jsonschema), built once per
+    schema."""
+    error = jsonschema.exceptions.best_match(_validator(spec.schema).iter_errors(arguments))
     if error is None:
         return None
     path = "/".join(str(p) for p in error.absolute_path) or "(root)"

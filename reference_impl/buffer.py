@@ -31,6 +31,7 @@ bytes. Each byte is scanned at most once, by ``re`` in C.
 from __future__ import annotations
 
 import hashlib
+import sys
 
 from callsafe.reference_impl.scanner import SyntaxScanner
 
@@ -38,16 +39,38 @@ __all__ = ["DEFAULT_SCAN_EVERY", "ArgumentBuffer"]
 
 DEFAULT_SCAN_EVERY = 512
 _NOT_SEEN = (False, False)
+_ANY_MAY_BE_SEEN = sys.maxsize  # ``fresh_from`` while positions wait beyond a gap
+
+
+_DIGEST_CHUNK = 1 << 16  # characters encoded at a time for a long text
 
 
 def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    if len(text) <= _DIGEST_CHUNK:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    # A repeat checked against a doomed or sealed buffer can be any size (the caps are
+    # checked after this): hash it in slices, so it is never copied whole. UTF-8 encodes
+    # code point by code point, so the slices' bytes are the whole text's bytes.
+    h = hashlib.blake2b(digest_size=16)
+    for i in range(0, len(text), _DIGEST_CHUNK):
+        h.update(text[i : i + _DIGEST_CHUNK].encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 class ArgumentBuffer:
     """Argument text of one call, by protocol position."""
 
-    __slots__ = ("_digests", "_parts", "_pending", "_scan_every", "_scanned", "_scanner", "_unscanned", "doomed")
+    __slots__ = (
+        "_digests",
+        "_parts",
+        "_pending",
+        "_scan_every",
+        "_scanned",
+        "_scanner",
+        "_unscanned",
+        "doomed",
+        "fresh_from",
+    )
 
     def __init__(self, scan_every: int = DEFAULT_SCAN_EVERY) -> None:
         self._parts: list[str] = []  # positions 0..len-1, text (or digest once doomed)
@@ -58,6 +81,11 @@ class ArgumentBuffer:
         self._scan_every = scan_every
         self.doomed: str | None = None  # why the text can never parse
         self._digests = False  # positions hold digests, not text (doomed or sealed)
+        # Every position >= fresh_from is certainly new (``seen`` would say so): the
+        # number of positions in order while none waits beyond a gap, else never. Lets
+        # the core skip the repeat check for the common in-order fragment with one
+        # attribute read instead of a method call.
+        self.fresh_from = 0
 
     @property
     def count(self) -> int:
@@ -97,6 +125,7 @@ class ArgumentBuffer:
                     self._unscanned += len(moved)
         else:
             self._pending[position] = text
+        self.fresh_from = _ANY_MAY_BE_SEEN if self._pending else len(parts)
         if not self._digests and self._unscanned >= self._scan_every:
             self._scan()
 
@@ -132,3 +161,4 @@ class ArgumentBuffer:
         """Give up every byte: the call left active assembly."""
         self._parts = []
         self._pending = {}
+        self.fresh_from = 0

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Final, cast
 
 import jsonschema
@@ -109,8 +110,12 @@ from callsafe.reference_impl.store import ClaimResult, Ident, Snapshot, ident_of
 
 __all__ = ["CallView", "Core", "TurnState"]
 
-S = State
-E = CallEvent
+# The table's states and events by attribute (``S.COLLECTING``, ``E.FRAGMENT``): the very
+# same members, held in plain namespaces rather than read off the enum classes, because in
+# Python 3.11 every attribute read on an enum class goes through ``EnumType.__getattr__``'s
+# slow hook (about 0.2 us: more than the rest of a fragment's bookkeeping).
+S = cast("type[State]", SimpleNamespace(**State.__members__))
+E = cast("type[CallEvent]", SimpleNamespace(**CallEvent.__members__))
 
 # The core keeps only a State for a call that left active assembly. That is sound only
 # while the table gives terminal states no way out; checked here, from the table, so a
@@ -252,6 +257,7 @@ class Core:
         self._quarantined: set[str] = set()
         self._disabled: set[str] = set()
         self._rules: dict[type[Event], tuple[Broadcast, ...]] = {}
+        self._unknown_outcomes: list[CallKey] = []
         self._schema_errors = _SchemaCheck()
         self._handlers: dict[type[Event], Callable[[Any], Sequence[Effect]]] = {
             TurnStarted: self._on_turn_started,
@@ -278,15 +284,25 @@ class Core:
 
     def start(self) -> Sequence[Effect]:
         """Effects of coming up: calls that were in flight when the process stopped fail
-        (the model's ``restart`` broadcast); nothing terminal becomes a candidate."""
-        if not self._active:
+        (the model's ``restart`` broadcast); nothing terminal becomes a candidate. Every
+        claim the store holds without an outcome (the process died between the claim and
+        the executor's return, or another replica's executor is still running) is logged
+        for an operator: that tool may or may not have run, and nothing here will run it
+        again."""
+        if not self._active and not self._unknown_outcomes:
             return _NOTHING
         effects: list[Effect] = []
-        self._broadcast(Restart(), effects)
+        if self._active:
+            self._broadcast(Restart(), effects)
+        for key in self._unknown_outcomes:
+            effects.append(Log(f"{key}: dispatched, no outcome recorded: whether the tool ran is unknown"))
+        self._unknown_outcomes = []
         return effects
 
     def receive(self, event: Event) -> Sequence[Effect]:
         """Apply one input event; the effects to perform, in order."""
+        if type(event) is Fragment:  # nearly every event is one: no handler lookup
+            return self._on_fragment(event)
         handler = self._handlers.get(type(event))
         if handler is None:
             raise UnsupportedEvent(f"no rule for a {event.kind!r} event (replays are expanded before delivery)")
@@ -370,6 +386,7 @@ class Core:
         self._ended = set(snapshot.ended_responses)
         self._quarantined = set(snapshot.quarantined)
         self._disabled = set(snapshot.disabled_tools)
+        self._unknown_outcomes = list(snapshot.unknown_outcomes)
         for ident, row in snapshot.calls.items():
             if row.state in TERMINAL_STATES:
                 self._decided[ident] = row.state
@@ -508,8 +525,14 @@ class Core:
     def _on_turn_started(self, ev: TurnStarted) -> Sequence[Effect]:
         effects: list[Effect] = []
         self._broadcast(ev, effects)
-        if ev.turn in self.turns:
-            return effects  # a repeated start (replay): the binding is fixed
+        bound = self.turns.get(ev.turn)
+        if bound is not None:  # a repeated start (replay): the binding is fixed
+            if (bound.actor, bound.tenant, bound.conversation) != (ev.actor, ev.tenant, ev.conversation):
+                # Turn ids are the application's and must be unique across tenants; one
+                # announced again for someone else keeps its first binding (the model's
+                # rule), and an operator should know that the application reused it.
+                effects.append(Log(f"turn {ev.turn} announced again with another binding: the first one stands"))
+            return effects
         conversation = (ev.tenant, ev.conversation)  # the model's key: conversations are per tenant
         previous = self.current.get(conversation)
         if previous is not None:
@@ -554,14 +577,20 @@ class Core:
 
     def _on_fragment(self, ev: Fragment) -> Sequence[Effect]:
         # The hot path: one dict lookup for the turn, one for the call, the model's guard
-        # and one table lookup; the bytes go into the call's own buffer and nowhere else.
+        # and the state the table gives a fragment (kept on the call); the bytes go into
+        # the call's own buffer and nowhere else. A position at or past the buffer's
+        # ``fresh_from`` cannot have been received, so the common in-order fragment skips
+        # the repeat check (and a negative position never takes that branch).
         turn = self.turns.get(ev.turn)
         if turn is None:
             return self._unknown_turn("fragment", ev.turn)
         ident = (ev.turn, ev.response, ev.item, ev.call)
         text = ev.text
         position = ev.position
-        size = len(text) if text.isascii() else utf8_len(text)
+        # A character is at least one byte, so a fragment with more characters than the
+        # per-call cap is over it whatever its encoding: it is never encoded (a copy the
+        # size of whatever a hostile stream sends), and its classification is the same.
+        size = len(text) if text.isascii() or len(text) > self.limits.call_bytes else utf8_len(text)
         call = self._active.get(ident)
         if call is None:
             state = self._decided.get(ident)
@@ -571,12 +600,16 @@ class Core:
             if position < 0:
                 event = E.FRAGMENT_CONFLICT
             return self._absent(turn, ident, None, event, "fragment for a call that was never opened", None)
-        same, different = call.buffer.seen(position, text)
-        event = classify_fragment(same, different, call.bytes + size, turn.bytes + size, self.limits)
-        if position < 0:
-            event = E.FRAGMENT_CONFLICT
+        buffer = call.buffer
+        if position >= buffer.fresh_from:
+            event = classify_fragment(False, False, call.bytes + size, turn.bytes + size, self.limits)
+        else:
+            same, different = buffer.seen(position, text)
+            event = classify_fragment(same, different, call.bytes + size, turn.bytes + size, self.limits)
+            if position < 0:
+                event = E.FRAGMENT_CONFLICT
         if event is E.FRAGMENT and call.on_fragment is S.COLLECTING:
-            call.buffer.add(position, text)
+            buffer.add(position, text)
             call.fragments += 1
             call.bytes += size
             turn.bytes += size
@@ -645,6 +678,11 @@ class Core:
         turn = self.turns.get(ev.turn)
         if turn is not None and turn.status == "live":
             turn.status = "cancelled"
+            effects.append(SetTurnStatus(ev.turn, "cancelled"))
+        elif turn is None:
+            # A turn this replica never saw may be another replica's: the cancel must
+            # still reach the store, whose claim is what stops that replica (the store
+            # changes only a live turn, so for a turn nobody bound this is nothing).
             effects.append(SetTurnStatus(ev.turn, "cancelled"))
         return effects
 
@@ -737,7 +775,12 @@ class Core:
             return
         try:
             arguments = strict_parse(text)
-        except ParseFailure:
+        except (ParseFailure, ValueError, RecursionError):
+            # ParseFailure is the model's verdict; a plain ValueError (an integer longer
+            # than Python converts, sys.get_int_max_str_digits) or a RecursionError (nesting
+            # deeper than the stack) is one that strict_parse lets through: either way the
+            # text is not arguments this process can hand over, and the call fails here
+            # rather than leaving its buffer stuck with an untyped error.
             call.parse = "malformed"
             self._fire(call, E.PARSE_FAILED, "malformed arguments", effects)
             return
@@ -753,14 +796,20 @@ class Core:
             call.validation = "unknown or disabled tool"
             self._fire(call, E.INVALID, "unknown, removed, renamed or disabled tool", effects)
             return
-        problem = self._schema_errors(spec, call.arguments)
+        copy: dict[str, Any] = {}
+        try:
+            problem = self._schema_errors(spec, call.arguments)
+            if problem is None:
+                copy = copy_json(call.arguments)
+        except RecursionError:  # nested deeper than a validator (or a copy) can follow
+            problem = "schema: nesting too deep"
         if problem is not None:
             call.validation = redact_schema_problem(problem, spec.schema)
             self._fire(call, E.INVALID, "arguments do not match the tool's schema", effects)
             return
         call.validated_spec = spec
         call.awaiting_business = True
-        effects.append(ValidateBusiness(call.key, call.tool, copy_json(call.arguments)))
+        effects.append(ValidateBusiness(call.key, call.tool, copy))
 
     def _dispatch(self, call: _Call, effects: list[Effect]) -> None:
         """The permission boundary and the re-check at execution time (the model's
@@ -769,7 +818,8 @@ class Core:
         spec = self._tool_spec(call.tool)
         live = self._turn_live(turn)
         quarantined = call.key.response in self._quarantined
-        unchanged = spec is not None and spec == call.validated_spec
+        # identity first: the declaration is usually the very object it was validated against
+        unchanged = spec is not None and (spec is call.validated_spec or spec == call.validated_spec)
         permitted = spec is not None and turn is not None and spec.permits(turn.actor)
         event = classify_dispatch(
             needs_confirmation=bool(spec is not None and spec.confirm),

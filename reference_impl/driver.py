@@ -3,14 +3,23 @@ people see. The only place where the reference implementation does I/O.
 
 Why the order matters:
 
-* facts are written before the next outward effect, in one transaction per run of
-  consecutive facts: a decision is durable before anyone is told about it, and before
-  the business validator runs (which may deliver more events, i.e. more transactions);
+* the effects of one answer of the core are cut only at its *questions* (the business
+  validator, the dispatch claim) and at the executor; between two cuts, every fact is
+  written in **one transaction** before any outward effect of that stretch is performed.
+  So an input's decisions are durable before anyone is told about them, and a process
+  killed at any instant leaves all of a stretch or none of it: an operator stop, a
+  cancel or a restart's failures are never half written (a stop whose first call was
+  cancelled on disk but whose turn was still live, and which had no audit row, was the
+  state a kill between two transactions used to leave);
 * the business validator's answer and the store's claim go straight back into the core,
   so the effects that follow from them are performed before anything else;
-* the executor runs only after the store's claim said ``claimed``: at most once across
-  replays, replicas and restarts (a crash between claim and execution loses the
-  execution rather than repeating it).
+* the executor runs only after the store's claim said ``claimed``: **at most once, with
+  an intent record** across replays, replicas and restarts. The claim (the call's
+  ``dispatched`` state and its ledger row) commits before the executor runs; a
+  :class:`~callsafe.reference_impl.effects.RecordOutcome` commits after it comes back. A
+  crash between the two loses the execution rather than repeating it, and leaves a
+  claim without an outcome, which ``Store.unknown_outcomes()`` lists and the next
+  start of a core logs, so an operator can check the tool's side effect.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from callsafe.reference_impl.effects import (
     Fact,
     Ledger,
     Log,
+    RecordOutcome,
     RequestConfirmation,
     Status,
     ValidateBusiness,
@@ -46,6 +56,10 @@ __all__ = ["Driver"]
 
 Executor = Callable[[CallKey, str, str, Any, str | None], None]
 BusinessValidator = Callable[[CallKey, str, Any], str | None]
+
+# Where the effects of one answer are cut: facts before one of these are durable before it
+# runs; facts after it (and the executor's outcome) go into the next transaction.
+_CUTS = (ValidateBusiness, Claim, Dispatch)
 
 
 class Driver:
@@ -71,7 +85,8 @@ class Driver:
         self._clock = clock
 
     def run(self, effects: Sequence[Effect]) -> None:
-        """Perform ``effects`` in order."""
+        """Perform ``effects``: each stretch between two cuts (see the module docstring)
+        writes its facts in one transaction, then performs its outward effects in order."""
         if not effects:
             return
         first = effects[0]
@@ -79,16 +94,36 @@ class Driver:
             self.store.apply((first,), self._clock())
             return
         facts: list[Fact] = []
+        told: list[Effect] = []
         for effect in effects:
             if isinstance(effect, Fact):
                 facts.append(effect)
-                continue
-            if facts:
-                self.store.apply(facts, self._clock())
-                facts = []
-            self._perform(effect)
+            elif isinstance(effect, _CUTS):
+                self._settle(facts, told)
+                facts, told = [], []
+                if isinstance(effect, Dispatch):
+                    facts.append(self._execute(effect))
+                else:
+                    self._perform(effect)
+            else:
+                told.append(effect)
+        self._settle(facts, told)
+
+    def _settle(self, facts: list[Fact], told: list[Effect]) -> None:
+        """One stretch: its facts in one transaction, then what it tells the world."""
         if facts:
             self.store.apply(facts, self._clock())
+        for effect in told:
+            self._perform(effect)
+
+    def _execute(self, effect: Dispatch) -> RecordOutcome:
+        """Run the tool (its claim is durable); its outcome, to be written next."""
+        try:
+            self._executor(effect.key, effect.actor, effect.tool, effect.arguments, effect.traceparent)
+        except Exception as exc:  # claimed and handed over: never retried (at most once)
+            self._observe(LogLine(self._step(), f"{effect.key}: executor raised {type(exc).__name__}"))
+            return RecordOutcome(effect.key, f"raised {type(exc).__name__}")
+        return RecordOutcome(effect.key, "returned")
 
     def _perform(self, effect: Effect) -> None:
         observe = self._observe
@@ -120,10 +155,7 @@ class Driver:
             result = self.store.claim(effect.key, effect.tool, effect.entry, self._clock())
             self.run(self.core.claim_result(effect.key, result))
         elif isinstance(effect, Dispatch):
-            try:
-                self._executor(effect.key, effect.actor, effect.tool, effect.arguments, effect.traceparent)
-            except Exception as exc:  # claimed and handed over: never retried (at most once)
-                observe(LogLine(self._step(), f"{effect.key}: executor raised {type(exc).__name__}"))
+            self.store.apply((self._execute(effect),), self._clock())
         elif isinstance(effect, RequestConfirmation):
             observe(ConfirmationRequested(self._step(), effect.key, effect.tool))
         elif isinstance(effect, Audit):

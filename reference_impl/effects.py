@@ -4,9 +4,10 @@ Why effects: the core (:mod:`callsafe.reference_impl.core`) decides; it never pe
 I/O. Everything that touches the world is a small frozen value returned from
 ``receive``, performed in order by a driver (:mod:`callsafe.reference_impl.driver`):
 
-* :class:`Fact` subclasses are **durable**: the driver writes a run of consecutive facts
-  to the store in one transaction before it performs the next outward effect, so nothing
-  observable happens before the decision behind it is durable.
+* :class:`Fact` subclasses are **durable**: the driver writes every fact between two
+  questions (or the executor) in one transaction before it performs any outward effect
+  of that stretch, so nothing observable happens before the decision behind it is
+  durable, and no input's decisions are ever half written.
 * :class:`ValidateBusiness` and :class:`Claim` are **questions**: the driver answers them
   through :meth:`Core.business_result` and :meth:`Core.claim_result`. The business
   validator may deliver other events while it runs (a cancel, an operator stop), which is
@@ -45,6 +46,7 @@ __all__ = [
     "RecordDisabledTool",
     "RecordDisplay",
     "RecordLedger",
+    "RecordOutcome",
     "RecordProgress",
     "RecordQuarantine",
     "RecordTenantStop",
@@ -236,6 +238,21 @@ class RecordLedger(Fact):
 
     entry: LedgerEntry
     why: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOutcome(Fact):
+    """The executor came back for a dispatched call: ``returned``, or ``raised <type>``.
+
+    Written by the driver, never by the core (the core does not see the executor), in
+    the first transaction after the executor returns. The claim is the intent record and
+    this is its completion: a claim without an outcome is an execution whose outcome is
+    unknown (the process died between the two, or the executor is still running), which
+    :meth:`~callsafe.reference_impl.store.Store.unknown_outcomes` lists for an operator.
+    Never an argument value: the outcome is a fixed word and an exception's type name."""
+
+    key: CallKey
+    outcome: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,6 +89,10 @@ class PostgresStore(SqlStore):
                     yield
             except psycopg.Error as exc:
                 raise StoreError(f"transaction failed: {type(exc).__name__}: {exc}") from exc
+            except (UnicodeError, OverflowError) as exc:
+                # an identifier PostgreSQL cannot store (a lone surrogate from a hostile
+                # stream): rolled back, and the store's typed error, without the value
+                raise StoreError(f"transaction failed: a value cannot be stored ({type(exc).__name__})") from None
 
     def _retrying(self, work: Any) -> Any:
         for attempt in range(_RETRIES):
@@ -119,6 +123,8 @@ class PostgresStore(SqlStore):
                 return list(cur.fetchall())
             except psycopg.Error as exc:
                 raise StoreError(f"query failed: {exc}") from exc
+            except (UnicodeError, OverflowError) as exc:
+                raise StoreError(f"query failed: a value cannot be read or written ({type(exc).__name__})") from None
 
     def drop(self) -> None:
         """Remove this store's schema and everything in it."""

@@ -37,6 +37,7 @@ from callsafe.reference_impl.effects import (
     RecordDisabledTool,
     RecordDisplay,
     RecordLedger,
+    RecordOutcome,
     RecordProgress,
     RecordQuarantine,
     RecordTenantStop,
@@ -79,6 +80,12 @@ TABLES: Final = (
         at DOUBLE PRECISION)""",
     """CREATE TABLE IF NOT EXISTS audit ({id}, action TEXT NOT NULL, reason TEXT NOT NULL, keys TEXT NOT NULL,
         at DOUBLE PRECISION)""",
+    # The completion of a claim (the claim itself is ``calls.state = 'dispatched'`` and its
+    # ledger row): its own table, so a store file written before it existed still opens.
+    """CREATE TABLE IF NOT EXISTS outcomes (
+        turn_id TEXT NOT NULL, response_id TEXT NOT NULL, item_id TEXT NOT NULL, call_id TEXT NOT NULL,
+        tenant TEXT NOT NULL, outcome TEXT NOT NULL, at DOUBLE PRECISION,
+        PRIMARY KEY (turn_id, response_id, item_id, call_id))""",
 )
 
 _INSERT_TURN: Final = (
@@ -112,7 +119,20 @@ _END_RESPONSE: Final = "INSERT INTO ended_responses (turn_id, response_id) VALUE
 _QUARANTINE: Final = "INSERT INTO quarantined (response_id, reason, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 _DISABLE: Final = "INSERT INTO disabled_tools (tool, reason, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 _TENANT_STOP: Final = "INSERT INTO tenant_stops (tenant, reason, at) VALUES (?, ?, ?)"
+# Every live turn of the tenant, also those that another replica bound and this one never
+# saw: the claim re-checks the turn, so this is what stops the other replicas.
+_STOP_TENANT_TURNS: Final = "UPDATE turns SET status = 'stopped' WHERE tenant = ? AND status = 'live'"
 _AUDIT: Final = "INSERT INTO audit (action, reason, keys, at) VALUES (?, ?, ?, ?)"
+_OUTCOME: Final = (
+    "INSERT INTO outcomes (turn_id, response_id, item_id, call_id, tenant, outcome, at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+_UNKNOWN_OUTCOMES: Final = (
+    "SELECT c.tenant, c.turn_id, c.response_id, c.item_id, c.call_id, c.tool FROM calls c "
+    "WHERE c.state = 'dispatched' AND NOT EXISTS (SELECT 1 FROM outcomes o WHERE o.turn_id = c.turn_id "
+    "AND o.response_id = c.response_id AND o.item_id = c.item_id AND o.call_id = c.call_id) "
+    "ORDER BY c.tenant, c.turn_id, c.response_id, c.item_id, c.call_id"
+)
 
 CLAIM: Final = (
     "UPDATE calls SET state = 'dispatched', why = 'dispatched' "
@@ -128,6 +148,39 @@ _CALL_STATE: Final = f"SELECT state FROM calls WHERE {_KEY_WHERE}"
 
 def _key(key: CallKey) -> tuple[str, str, str, str]:
     return (key.turn, key.response, key.item, key.call)
+
+
+def _lock_order(fact: Fact) -> tuple[int, tuple[str, ...]]:
+    """Where a fact takes its row lock: table, then row. One transaction can hold the
+    facts of a whole input (an operator stop: every call it stops, their turns' display,
+    the turn statuses), and two replicas writing the same rows in different orders
+    deadlock in PostgreSQL (each waits a ``deadlock_timeout``, one is rolled back and
+    retried). Written in this order instead (``turns`` rows first, then the tenant-wide
+    turn update of a tenant stop, then ``calls`` rows, then the keyed inserts, each by key;
+    append-only rows last, in their own order), transactions take their locks in one
+    global order and cannot form a cycle.
+
+    It writes the same state: facts on one row keep their relative order (the sort is
+    stable and they share a key), facts on different rows commute, and the facts that
+    touch two rows are ordered by the one they depend on: ``RecordProgress`` by its call
+    (it updates the row its ``OpenCall`` inserts; it also bumps its turn's byte count, but
+    it is only ever written alone, on the per-fragment path), a tenant stop after every
+    single turn (it must see the turns bound by the same batch)."""
+    if isinstance(fact, (SetTurnStatus, RecordDisplay, BindTurn)):
+        return (0, (fact.turn,))
+    if isinstance(fact, RecordTenantStop):
+        return (1, ())
+    if isinstance(fact, (OpenCall, RecordDecision, RecordOutcome, RecordProgress)):
+        return (2, _key(fact.key))
+    if isinstance(fact, RecordTerminalId):
+        return (3, (fact.event_id,))
+    if isinstance(fact, EndResponse):
+        return (4, (fact.turn, fact.response))
+    if isinstance(fact, RecordQuarantine):
+        return (5, (fact.response,))
+    if isinstance(fact, RecordDisabledTool):
+        return (6, (fact.tool,))
+    return (7, ())  # ledger rows, audit rows: inserts that wait for no one
 
 
 def _ledger_params(entry: LedgerEntry, why: str, at: float) -> tuple[Any, ...]:
@@ -169,7 +222,7 @@ class SqlStore(ABC):
 
     def apply(self, facts: Sequence[Fact], at: float) -> None:
         with self._transaction(facts):
-            for fact in facts:
+            for fact in facts if len(facts) < 2 else sorted(facts, key=_lock_order):
                 self._apply_one(fact, at)
 
     def _apply_one(self, fact: Fact, at: float) -> None:
@@ -202,9 +255,12 @@ class SqlStore(ABC):
             ex(_DISABLE, (fact.tool, fact.reason, at))
         elif isinstance(fact, RecordTenantStop):
             ex(_TENANT_STOP, (fact.tenant, fact.reason, at))
+            ex(_STOP_TENANT_TURNS, (fact.tenant,))
         elif isinstance(fact, RecordAudit):
             keys = json.dumps([k.to_json() for k in fact.keys])
             ex(_AUDIT, (fact.action, fact.reason, keys, at))
+        elif isinstance(fact, RecordOutcome):
+            ex(_OUTCOME, (*_key(fact.key), fact.key.tenant, fact.outcome, at))
         else:  # pragma: no cover - every fact type is handled above
             raise StoreError(f"unknown fact {type(fact).__name__}")
 
@@ -256,7 +312,11 @@ class SqlStore(ABC):
         snap.ended_responses = {(t, r) for t, r in q("SELECT turn_id, response_id FROM ended_responses")}
         snap.quarantined = {row[0] for row in q("SELECT response_id FROM quarantined")}
         snap.disabled_tools = {row[0] for row in q("SELECT tool FROM disabled_tools")}
+        snap.unknown_outcomes = [key for key, _ in self.unknown_outcomes()]
         return snap
+
+    def unknown_outcomes(self) -> list[tuple[CallKey, str]]:
+        return [(CallKey(*row[:5]), str(row[5])) for row in self._query(_UNKNOWN_OUTCOMES)]
 
     def ledger(self) -> list[tuple[LedgerEntry, str]]:
         out = []
@@ -290,6 +350,7 @@ class SqlStore(ABC):
             "tenant_stops",
             "ledger",
             "audit",
+            "outcomes",
         }:
             raise StoreError(f"no table {table!r}")
         yield from self._query(f"SELECT * FROM {table}")

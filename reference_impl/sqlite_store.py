@@ -109,6 +109,11 @@ class SqliteStore(SqlStore):
             return self._conn.execute(sql, tuple(params)).rowcount
         except sqlite3.Error as exc:
             raise StoreError(f"statement failed: {exc}") from exc
+        except (UnicodeError, OverflowError) as exc:
+            # an identifier SQLite cannot store (a lone surrogate from a hostile stream):
+            # the transaction rolls back, and the caller gets the store's typed error,
+            # naming the kind of problem but not the value
+            raise StoreError(f"statement failed: a value cannot be stored ({type(exc).__name__})") from None
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -116,6 +121,8 @@ class SqliteStore(SqlStore):
                 return list(self._conn.execute(sql, tuple(params)).fetchall())
             except sqlite3.Error as exc:
                 raise StoreError(f"query failed: {exc}") from exc
+            except (UnicodeError, OverflowError) as exc:
+                raise StoreError(f"query failed: a value cannot be read or written ({type(exc).__name__})") from None
 
     def close(self) -> None:
         with self._lock:

@@ -15,7 +15,16 @@ The contract:
   response is not quarantined and its tool is not disabled *in the store*; it writes the
   ledger row in the same transaction. It answers :data:`ClaimResult.CLAIMED` to exactly
   one claimer, ever.
+* a tenant stop (:class:`~callsafe.reference_impl.effects.RecordTenantStop`) closes every
+  live turn of the tenant *in the store*, and a turn status change applies to whatever
+  turn the store holds: a control delivered to one replica reaches the turns that other
+  replicas bound, through the claim's re-check.
 * :meth:`Store.load` returns the :class:`Snapshot` a restarted core starts from.
+* :meth:`Store.unknown_outcomes` lists the calls whose claim is durable but whose
+  :class:`~callsafe.reference_impl.effects.RecordOutcome` is not: the executor boundary
+  is *at most once with an intent record* (the claim commits before the executor runs,
+  the outcome after it returns), so a process that dies in between leaves exactly these
+  rows, and only a person (or the tool's own idempotency) can tell whether the tool ran.
 """
 
 from __future__ import annotations
@@ -78,6 +87,7 @@ class Snapshot:
     ended_responses: set[tuple[str, str]] = field(default_factory=set)
     quarantined: set[str] = field(default_factory=set)
     disabled_tools: set[str] = field(default_factory=set)
+    unknown_outcomes: list[CallKey] = field(default_factory=list)  # claimed, no outcome recorded
 
 
 class Store(Protocol):
@@ -97,6 +107,10 @@ class Store(Protocol):
 
     def audit(self) -> list[tuple[str, str, tuple[CallKey, ...]]]:
         """Every audit row ``(action, reason, keys)``, oldest first."""
+
+    def unknown_outcomes(self) -> list[tuple[CallKey, str]]:
+        """Every dispatched call ``(key, tool)`` with no recorded outcome: claimed, then
+        the process died (or the executor is still running) before it came back."""
 
     def close(self) -> None:
         """Release connections; the data stays."""

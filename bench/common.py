@@ -1,0 +1,215 @@
+"""What every benchmark shares: timing, machine information, tables, the results file.
+
+Why these rules:
+
+* **best of N, side by side.** Each variant is timed ``repeat`` times with
+  :func:`time.perf_counter_ns`, interleaved (floor, variant a, variant b, floor, ...), and
+  the best time is kept: the minimum is the run least disturbed by the machine, and
+  interleaving exposes every variant to the same drift (frequency scaling, a noisy
+  neighbour).
+* **wall and CPU.** Each run also records :func:`time.process_time_ns`: on a machine busier
+  than its CPUs (the load average is printed), wall time includes waiting for a CPU, and
+  the longer variant waits more, which inflates its ratio; CPU time does not wait. Wall
+  time is the number that counts for I/O (an fsync is not CPU time), CPU time the one to
+  trust on a busy machine; both are reported.
+* **inputs built before timing.** The streams are plain lists of events, built once;
+  the clock covers only delivering them.
+* **ratios, not seconds.** A ratio against the floor measured in the same run is what
+  carries over between machines; absolute times are printed for context only, and no
+  benchmark ever asserts a time.
+* **results as sections.** ``bench/RESULTS.md`` holds one section per benchmark between
+  markers, so running one benchmark (``--only``) replaces its own section and keeps the
+  others'.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+__all__ = [
+    "Config",
+    "Section",
+    "Timing",
+    "best_of",
+    "busy_note",
+    "machine_info",
+    "markdown_table",
+    "update_results",
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Config:
+    """How a benchmark should run: ``quick`` shrinks inputs and repetitions (for smoke
+    tests; the numbers are then only indicative)."""
+
+    quick: bool = False
+    repeat: int = 5
+
+
+@dataclass
+class Section:
+    """One benchmark's outcome: its markdown text, and its headline ratios by name (so
+    callers and the smoke test can read them without parsing text)."""
+
+    name: str
+    title: str
+    markdown: str
+    ratios: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The best wall time and the best CPU time of a variant, in ns (each the minimum
+    over the repetitions, so they may come from different runs)."""
+
+    wall: int
+    cpu: int
+
+
+def best_of(variants: Sequence[tuple[str, Callable[[], object]]], repeat: int) -> dict[str, Timing]:
+    """Best wall and CPU time of each ``(name, thunk)``, run ``repeat`` times, interleaved.
+
+    The garbage collector is collected before and disabled during each timed call: a
+    collection triggered by one variant's garbage would otherwise be charged to whichever
+    variant happens to run next."""
+    wall: dict[str, int] = {name: sys.maxsize for name, _ in variants}
+    cpu: dict[str, int] = dict(wall)
+    enabled = gc.isenabled()
+    try:
+        for _ in range(repeat):
+            for name, thunk in variants:
+                gc.collect()
+                gc.disable()
+                c0, t0 = time.process_time_ns(), time.perf_counter_ns()
+                thunk()
+                t1, c1 = time.perf_counter_ns(), time.process_time_ns()
+                gc.enable()
+                wall[name] = min(wall[name], t1 - t0)
+                cpu[name] = min(cpu[name], c1 - c0)
+    finally:
+        if enabled:
+            gc.enable()
+        else:  # pragma: no cover - only when a caller disabled it
+            gc.disable()
+    return {name: Timing(wall[name], max(cpu[name], 1)) for name, _ in variants}
+
+
+def busy_note() -> str | None:
+    """A warning when the machine has more runnable work than CPUs (wall-clock ratios are
+    then inflated by waiting); None when it does not, or cannot tell."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # pragma: no cover - platforms without a load average
+        return None
+    cpus = os.cpu_count() or 1
+    if load <= cpus:
+        return None
+    return (
+        f"The machine was busy (load average {load:.1f} on {cpus} CPUs): wall-clock ratios include waiting for a CPU"
+        " and are inflated; read the CPU-time ratios."
+    )
+
+
+def _cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return platform.processor() or platform.machine()
+    m = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
+    return m.group(1).strip() if m else (platform.processor() or platform.machine())
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _git_revision() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" (with uncommitted changes)" if dirty else "")
+
+
+def _load() -> str:
+    try:
+        return " / ".join(f"{x:.1f}" for x in os.getloadavg()) + " (1, 5, 15 min)"
+    except OSError:  # pragma: no cover - platforms without a load average
+        return "unknown"
+
+
+def machine_info() -> list[tuple[str, str]]:
+    """What a reader needs to compare two results files: CPU, OS, interpreter, the
+    libraries on the measured path, and the code's revision."""
+    import sqlite3
+
+    return [
+        ("cpu", f"{_cpu_model()} ({os.cpu_count()} logical CPUs)"),
+        ("os", platform.platform()),
+        ("python", f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})"),
+        ("jsonschema", _version("jsonschema")),
+        ("sqlite", sqlite3.sqlite_version),
+        ("load average", _load()),
+        ("revision", _git_revision()),
+    ]
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub markdown table, columns padded so that it also reads well as plain text."""
+    cells = [list(header), *[list(r) for r in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+
+    def line(row: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
+
+    out = [line(cells[0]), "| " + " | ".join("-" * w for w in widths) + " |"]
+    out.extend(line(r) for r in cells[1:])
+    return "\n".join(out)
+
+
+_HEADER_END = "<!-- end of header -->"
+
+
+def _marker(name: str, end: bool = False) -> str:
+    return f"<!-- {'/' if end else ''}bench:{name} -->"
+
+
+def update_results(path: Path, header: str, sections: Sequence[Section]) -> None:
+    """Write ``sections`` into the results file at ``path``: each replaces its own
+    previous section (between its markers) or is appended; other sections stay. The
+    header (machine, command) is replaced with ``header``."""
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    body = old.split(_HEADER_END, 1)[1] if _HEADER_END in old else ""
+    for section in sections:
+        block = f"{_marker(section.name)}\n{section.markdown.rstrip()}\n{_marker(section.name, end=True)}"
+        start, end = body.find(_marker(section.name)), body.find(_marker(section.name, end=True))
+        if 0 <= start < end:
+            body = body[:start] + block + body[end + len(_marker(section.name, end=True)) :]
+        else:
+            body = body.rstrip() + "\n\n" + block + "\n"
+    path.write_text(header.rstrip() + "\n\n" + _HEADER_END + "\n" + body.lstrip("\n").rstrip() + "\n", encoding="utf-8")
