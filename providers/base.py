@@ -130,9 +130,16 @@ def ends_cleanly(events: Sequence[Event]) -> bool:
 
 
 def describe(payload: Any) -> str:
-    """A short form of a payload for error messages (never the whole payload)."""
-    text = repr(payload)
-    return text if len(text) <= 120 else text[:117] + "..."
+    """The shape of a payload for error messages, never its values: a wrong-typed field may
+    hold tool arguments, and an error text must not carry them (INV-LEDGER)."""
+    if isinstance(payload, dict):
+        keys = ", ".join(sorted(str(k) for k in payload)[:8])
+        return f"an object with keys [{keys}{', ...' if len(payload) > 8 else ''}]"
+    if isinstance(payload, list):
+        return f"a list of {len(payload)}"
+    if isinstance(payload, str):
+        return f"a string of {len(payload)} characters"
+    return f"a {type(payload).__name__}"
 
 
 def need_dict(value: Any, what: str) -> dict[str, Any]:

@@ -55,9 +55,12 @@ class SSEDecoder:
     """Bytes in, complete events out. Feed chunks with :meth:`feed`; call :meth:`close` at
     the end of the stream."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_line: int = 16 * 1024 * 1024) -> None:
+        self.max_line = max_line  # a line longer than this is refused, not buffered
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="strict")
         self._partial = ""  # text of the line being received
+        self._pieces: list[str] = []  # later pieces of that line, not yet joined
+        self._pending = 0  # characters of the unfinished line
         self._after_cr = False  # the last chunk ended with CR: a leading LF belongs to it
         self._at_start = True  # a byte-order mark is dropped only at the very start
         self._event = ""
@@ -89,6 +92,9 @@ class SSEDecoder:
             self.truncated = True
             text = ""
         events = self._take(text)
+        if self._pieces:
+            self._partial += "".join(self._pieces)
+            self._pieces.clear()
         if self._partial or self._has_fields:
             self.truncated = True
         self._partial = ""
@@ -108,8 +114,21 @@ class SSEDecoder:
                 text = text[1:]
         if not text:
             return []
+        if _LINE_BREAK.search(text) is None:
+            # No line ends in this chunk: keep the piece; joining and re-splitting the whole
+            # unfinished line on every chunk would be quadratic in its length.
+            self._pieces.append(text)
+            self._pending += len(text)
+            if self._pending > self.max_line:
+                raise MalformedEvent(f"SSE: a line longer than {self.max_line} characters")
+            return []
+        if self._pieces:
+            self._partial += "".join(self._pieces)
+            self._pieces.clear()
+            self._pending = 0
         lines = _LINE_BREAK.split(self._partial + text)
         self._partial = lines.pop()  # the text after the last line break: not a line yet
+        self._pending = len(self._partial)
         if not self._partial and text.endswith("\r"):
             self._after_cr = True
         events: list[SSEEvent] = []
@@ -158,7 +177,7 @@ def payload_of(event: SSEEvent) -> dict[str, Any]:
     """The JSON object an event's data carries."""
     try:
         value = json.loads(event.data)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, and integers past the digit limit
         raise MalformedEvent(f"SSE: event data is not JSON ({type(exc).__name__})") from None
     if not isinstance(value, dict):
         raise MalformedEvent(f"SSE: event data must be a JSON object, got {type(value).__name__}")

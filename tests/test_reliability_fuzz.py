@@ -326,26 +326,15 @@ def test_an_identifier_a_store_cannot_hold_is_its_typed_error(backend: str, bad:
     assert [k.turn for _, k, _, _, _ in executed] == ["t3"]
 
 
-# -- findings in the provider layer (not the reference implementation's) ------------------------
+# -- findings in the provider layer, fixed there; kept as regression tests ---------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding for the providers: payload_of catches JSONDecodeError and RecursionError only, so an SSE "
-    "data line with an integer longer than sys.get_int_max_str_digits escapes parse_sse as a bare ValueError",
-)
 def test_parse_sse_returns_a_provider_error_for_a_long_integer() -> None:
     data = b'data: {"type":"response.created","n":' + b"1" * 5000 + b"}\n\n"
     parsed = parse_sse("openai-responses", [data], turn="t1", response="r1")
     assert parsed.error is not None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding for the providers: SSEDecoder re-splits the whole unterminated line on every chunk "
-    "(quadratic in the line's length) and holds it with no cap: a stream that withholds its line break "
-    "costs seconds per megabyte",
-)
 def test_sse_decoder_is_linear_in_a_long_line() -> None:
     decoder = SSEDecoder()
     decoder.feed(b"data: ")

@@ -232,11 +232,6 @@ def test_forced_failures_leak_nothing(
     assert len(told) > 60  # the check looked at something
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding for the providers: a parser's MalformedEvent quotes up to 120 characters of the offending "
-    "payload (providers.base.describe), so a wrong-typed arguments value is copied into the error text",
-)
 def test_provider_errors_name_no_argument_value() -> None:
     from callsafe.providers.streams import parse_payloads
 
