@@ -298,8 +298,8 @@ def strict_parse(text: str) -> dict[str, Any]:
             value = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
     except ParseFailure:
         raise
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ParseFailure(type(exc).__name__ + ": " + getattr(exc, "msg", "too deep")) from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, an integer past the digit limit, depth
+        raise ParseFailure(type(exc).__name__ + ": " + (getattr(exc, "msg", None) or str(exc)[:80])) from None
     if not isinstance(value, dict):
         raise ParseFailure("arguments must be a JSON object")
     walk = (
@@ -307,7 +307,11 @@ def strict_parse(text: str) -> dict[str, Any]:
         or ("\\u" in text and _SURROGATE_ESCAPE.search(text) is not None)
         or text.count("{") + text.count("[") > _WALK_FREE_CONTAINERS
     )
-    if walk and _has_lone_surrogate(value):
+    try:
+        lone = walk and _has_lone_surrogate(value)
+    except RecursionError:
+        raise ParseFailure("arguments nested too deep") from None
+    if lone:
         raise ParseFailure("lone surrogate in arguments")
     return value
 

@@ -63,11 +63,15 @@ def reference_strict_parse(text: str) -> dict[str, Any]:
         value = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
     except ParseFailure:
         raise
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ParseFailure(type(exc).__name__ + ": " + getattr(exc, "msg", "too deep")) from None
+    except (ValueError, RecursionError) as exc:
+        raise ParseFailure(type(exc).__name__ + ": " + (getattr(exc, "msg", None) or str(exc)[:80])) from None
     if not isinstance(value, dict):
         raise ParseFailure("arguments must be a JSON object")
-    if _has_lone_surrogate(value):
+    try:
+        lone = _has_lone_surrogate(value)
+    except RecursionError:
+        raise ParseFailure("arguments nested too deep") from None
+    if lone:
         raise ParseFailure("lone surrogate in arguments")
     return value
 
