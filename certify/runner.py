@@ -33,7 +33,7 @@ from typing import Any
 
 from callsafe.certify.contract import Target, TargetEnv
 from callsafe.certify.wire import ABSTRACT, WirePlan, prepare
-from callsafe.model.system import business_check
+from callsafe.model.system import apply_tool_change, business_check
 from callsafe.model.vocabulary import (
     BusinessValidated,
     CallKey,
@@ -69,13 +69,7 @@ class _Catalog(dict[str, ToolSpec]):
     delivered, so a target that validates "as it stands now" sees the change."""
 
     def apply(self, ev: ToolChanged) -> None:
-        spec = self.pop(ev.tool, None)
-        if ev.change == "rename" and spec is not None and ev.new_name:
-            self[ev.new_name] = spec
-        elif ev.change == "schema" and spec is not None:
-            self[ev.tool] = ToolSpec(
-                schema=dict(ev.schema or {}), confirm=spec.confirm, business=spec.business, actors=spec.actors
-            )
+        apply_tool_change(self, ev)
 
 
 class _ProcessCrash(BaseException):

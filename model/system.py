@@ -21,9 +21,10 @@ which fail on restart rather than come back as candidates.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -69,6 +70,7 @@ __all__ = [
     "Semantics",
     "SystemState",
     "TurnRecord",
+    "apply_tool_change",
     "business_check",
     "classify_dispatch",
     "classify_fragment",
@@ -319,6 +321,20 @@ def strict_parse(text: str) -> dict[str, Any]:
 def utf8_len(text: str) -> int:
     """Bytes a fragment costs against the caps (lone surrogates counted as 3 bytes)."""
     return len(text.encode("utf-8", "surrogatepass"))
+
+
+def apply_tool_change(tools: MutableMapping[str, ToolSpec], ev: ToolChanged) -> None:
+    """A catalog change, as the model and the harness's live catalog both apply it (one
+    function, so the two cannot drift): a rename moves the declaration, a removal drops it,
+    a schema change replaces only the schema (confirmation, business rules and the
+    permission list stay)."""
+    spec = tools.pop(ev.tool, None)
+    if spec is None:
+        return
+    if ev.change == "rename" and ev.new_name:
+        tools[ev.new_name] = spec
+    elif ev.change == "schema":
+        tools[ev.tool] = dataclasses.replace(spec, schema=dict(ev.schema or {}))
 
 
 def business_check(spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
@@ -599,14 +615,7 @@ class Semantics:
         raise AssertionError("replay events are expanded by Trace.delivered()")
 
     def _on_tool_changed(self, ev: ToolChanged) -> None:
-        s = self.state
-        spec = s.tools.pop(ev.tool, None)
-        if ev.change == "rename" and spec is not None and ev.new_name:
-            s.tools[ev.new_name] = spec
-        elif ev.change == "schema" and spec is not None:
-            s.tools[ev.tool] = ToolSpec(
-                schema=dict(ev.schema or {}), confirm=spec.confirm, business=spec.business, actors=spec.actors
-            )
+        apply_tool_change(self.state.tools, ev)
 
     def _on_confirm(self, ev: Confirm) -> None:
         s = self.state
