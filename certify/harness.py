@@ -34,7 +34,7 @@ import functools
 import multiprocessing
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -386,6 +386,8 @@ class Certification:
     budget_exhausted: bool
     errors: list[str]
     version: str = __version__
+    # lifecycle transition -> traces that took it (the coverage heat map's colour)
+    transition_hits: dict[Transition, int] = field(default_factory=dict)
 
     @property
     def violated(self) -> list[str]:
@@ -548,6 +550,7 @@ def certify(
     violated: dict[str, int] = {inv.id: 0 for inv in INVARIANTS}
     examples: dict[str, list[Example]] = {}
     transitions: set[Transition] = set()
+    transition_hits: Counter[Transition] = Counter()
     pairs: set[Pair] = set()
     missing_counts: dict[str, int] = {}
     errors: list[str] = []
@@ -567,6 +570,7 @@ def certify(
             return
         stats.ran += 1
         transitions.update(result.transitions)
+        transition_hits.update(result.transitions)
         pairs.update(result.pairs)
         judgement = result.judgement
         assert judgement is not None
@@ -674,6 +678,7 @@ def certify(
         },
         budget_exhausted=budget_exhausted,
         errors=errors,
+        transition_hits={t: n for t, n in transition_hits.items() if t in ALL_TRANSITIONS},
     )
 
 

@@ -176,8 +176,13 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
             "properties": {
                 "lifecycle_transitions": {
                     "type": "object",
-                    "required": ["covered", "total", "reached", "missing"],
-                    "properties": {"covered": _COUNTS, "total": _COUNTS},
+                    "required": ["covered", "total", "reached", "missing", "hits"],
+                    "properties": {
+                        "covered": _COUNTS,
+                        "total": _COUNTS,
+                        # [state, event, traces that took the transition]: the heat map's data
+                        "hits": {"type": "array", "items": {"type": "array", "minItems": 3, "maxItems": 3}},
+                    },
                 },
                 "transition_pairs": {"type": "object", "required": ["reached"]},
             },
@@ -253,6 +258,7 @@ def report_json(cert: Certification) -> dict[str, Any]:
                 "total": len(ALL_TRANSITIONS),
                 "reached": sorted(_transition_json(t) for t in cert.transitions),
                 "missing": sorted(_transition_json(t) for t in set(ALL_TRANSITIONS) - cert.transitions),
+                "hits": sorted([*_transition_json(t), n] for t, n in cert.transition_hits.items()),
             },
             "transition_pairs": {"reached": len(cert.pairs)},
         },
