@@ -21,7 +21,7 @@ venv: $(STAMP)
 
 certify: $(STAMP)
 	$(BIN)/callsafe certify reference --report $(REPORT) --junit $(REPORT)/junit.xml
-	$(BIN)/callsafe render --out $(REPORT)/diagrams
+	$(BIN)/callsafe render --out $(REPORT)/diagrams --report $(REPORT)/report.json --png
 
 model: $(STAMP)
 	$(BIN)/callsafe model

@@ -112,17 +112,45 @@ def model_cmd(as_json: bool, calls: int, turns: int, fragments: int, controls: s
 @click.option(
     "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out"), show_default=True
 )
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="A certification report.json (or its folder): adds the coverage heat map and one sequence diagram per "
+    "counterexample.",
+)
 @click.option("--png", is_flag=True, help="Also write PNG files (for viewing at review size).")
-def render_cmd(out_dir: Path, png: bool) -> None:
-    """Write the diagrams: the lifecycle (from the table) and the system graph of a small
-    configuration. DOT always; SVG (and PNG) where Graphviz's `dot` is installed."""
-    from callsafe.model.diagrams import has_dot, write_diagrams
-    from callsafe.model.graph import explore
+def render_cmd(out_dir: Path, report_path: Path | None, png: bool) -> None:
+    """Write the design-review diagrams: the lifecycle (from the table), the system rules
+    (broadcasts, guards, restart), the reachable states of a small configuration and, with
+    --report, the coverage heat map and the counterexamples' sequence diagrams. DOT always;
+    SVG (and PNG) where Graphviz's `dot` is installed."""
+    import jsonschema
 
-    small = explore(Config(calls=1, turns=1, fragments=1, controls=frozenset({"cancel", "stop_tenant"}), restarts=0))
-    written = write_diagrams(out_dir, small, ("svg", "png") if png else ("svg",))
+    from callsafe.certify.diagrams import load_report, write_model_diagrams, write_report_diagrams
+    from callsafe.model.diagrams import has_dot
+
+    formats = ("svg", "png") if png else ("svg",)
+    written = write_model_diagrams(out_dir, formats)
+    notes: list[str] = []
+    if report_path is None:
+        notes.append(
+            "the coverage heat map and the counterexamples' sequence diagrams need a report: --report REPORT.json"
+        )
+    else:
+        try:
+            report = load_report(report_path)
+        except (OSError, ValueError, jsonschema.ValidationError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise click.BadParameter(f"not a certification report: {first}", param_hint="--report") from None
+        done = write_report_diagrams(report, out_dir, formats)
+        written += done.files
+        notes += done.notes
     for path in written:
         click.echo(str(path))
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
     if not has_dot():
         click.echo("note: Graphviz 'dot' is not installed: wrote DOT only (apt-get install graphviz)", err=True)
 
@@ -142,6 +170,7 @@ def _options(
     generators: str | None,
     minimize: bool,
     counterexamples: int,
+    scheduler: str | None = None,
 ) -> Any:
     from callsafe.certify.harness import GENERATORS, Options
 
@@ -152,6 +181,7 @@ def _options(
             depth=depth,
             seed=seed,
             workers=workers,
+            scheduler=scheduler,
             generators=chosen,
             minimize=minimize,
             counterexamples=counterexamples,
@@ -185,6 +215,12 @@ def _default_report_dir(spec: str) -> Path:
 )
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="JUnit XML file.")
 @click.option("--workers", default=1, show_default=True, help="Worker processes (each builds its own targets).")
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Run the traces on the Dask cluster of this scheduler (tcp://HOST:PORT; needs callsafe[dask]).",
+)
 @click.option("--generators", default=None, metavar="LIST", help="Comma-separated: catalog,coverage,walks,exhaustive.")
 @click.option("--no-minimize", is_flag=True, help="Keep counterexamples as found (faster).")
 @click.option("--counterexamples", default=1, show_default=True, help="Counterexamples kept per invariant.")
@@ -196,6 +232,7 @@ def certify_cmd(
     report_dir: Path | None,
     junit: Path | None,
     workers: int,
+    scheduler: str | None,
     generators: str | None,
     no_minimize: bool,
     counterexamples: int,
@@ -208,11 +245,17 @@ def certify_cmd(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from callsafe.certify.execution import ExecutionError
     from callsafe.certify.harness import certify
     from callsafe.certify.report import write_reports
     from callsafe.certify.targets import TargetSpecError
 
-    options = _options(budget, depth, seed, workers, generators, not no_minimize, counterexamples)
+    if scheduler:
+        from callsafe.certify.distributed import dask_available
+
+        if not dask_available():
+            raise click.BadParameter("needs Dask distributed: pip install 'callsafe[dask]'", param_hint="--scheduler")
+    options = _options(budget, depth, seed, workers, generators, not no_minimize, counterexamples, scheduler)
     err = Console(stderr=True)
     progress = Progress(
         TextColumn("{task.description:<10}"),
@@ -238,6 +281,8 @@ def certify_cmd(
         raise click.BadParameter(str(exc), param_hint="TARGET") from None
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    except ExecutionError as exc:
+        raise click.ClickException(str(exc)) from None
 
     out_dir = report_dir or _default_report_dir(target)
     reports = write_reports(cert, out_dir, junit)
@@ -273,6 +318,8 @@ def certify_cmd(
         f"{cert.traces_run} traces in {cert.timings['total_seconds']} s (seed {seed})"
         + (" [yellow]budget exhausted[/yellow]" if cert.budget_exhausted else "")
     )
+    execution = cert.execution.summary()
+    console.print(f"[yellow]{escape(execution)}[/yellow]" if cert.execution.rerun_partitions else escape(execution))
     for inv_id, ces in sorted(cert.counterexamples.items()):
         for ce in ces:
             console.print(

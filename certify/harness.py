@@ -22,8 +22,12 @@ Why it is shaped this way:
   the oracle's account of the traces that ran exercised.
 * **Budget and seed.** Generation stops at the budget (the report says so); the seed
   drives the random walks, and everything else is deterministic, so a seed and a budget
-  large enough to finish reproduce a run exactly, whatever the number of workers (results
-  are consumed in generation order).
+  large enough to finish reproduce a run exactly, whatever runs it: this process, local
+  workers or a Dask cluster. Each generator's traces are cut into partitions
+  (:mod:`callsafe.certify.partitions`), an executor (:mod:`callsafe.certify.execution`)
+  runs them wherever it likes, and results are absorbed in partition order, which is the
+  single-process order. A run stopped by its budget is not reproducible (where it stops
+  depends on the machine), but what it did run is a prefix of that order.
 * **Counterexamples are minimal**: the first violating traces of each invariant are
   shrunk (:mod:`callsafe.certify.minimize`) while the same invariant is still violated.
 """
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import os
 import sys
 import time
 from collections import Counter, deque
@@ -41,7 +46,9 @@ from typing import Any, Final
 
 from callsafe import __version__
 from callsafe.certify.contract import CAPABILITIES, Target
+from callsafe.certify.execution import Execution, Executor, PartitionResult
 from callsafe.certify.judge import Finding, Judgement, judge_observations
+from callsafe.certify.partitions import Partition, exhaustive_partitions, listed_partitions, walk_partitions
 from callsafe.certify.runner import Run, run_trace
 from callsafe.certify.targets import TargetFactory, TargetInfo, describe, resolve_target, spec_of
 from callsafe.certify.wire import ABSTRACT, NotRepresentable, not_applicable_reason, prepare, response_deferred_liveness
@@ -56,9 +63,9 @@ from callsafe.generators.coverage import (
     coverage_suite,
 )
 from callsafe.generators.coverage import reached_by_steps as _reached_by_steps
-from callsafe.generators.exhaustive import Bound, ExhaustiveStats, exhaustive_traces
+from callsafe.generators.exhaustive import Bound, ExhaustiveStats
 from callsafe.generators.needs import exhaustive_controls, needed_capabilities
-from callsafe.generators.walks import random_walks, walk_config
+from callsafe.generators.walks import walk_config
 from callsafe.model.abstract import Config
 from callsafe.model.invariants import INVARIANTS
 from callsafe.model.lifecycle import CallEvent
@@ -82,9 +89,14 @@ __all__ = [
     "check_trace",
     "exhaustive_bound",
     "generators_for",
+    "plan_partitions",
+    "run_partition",
 ]
 
 GENERATORS: Final = ("catalog", "coverage", "synthesis", "walks", "exhaustive")
+# Traces per partition when workers share a run: a few seconds of work for a slow target
+# (SQLite: about 15 ms a trace), far more than a task's overhead for a fast one.
+PARTITION_SIZE: Final = 256
 WIRE_GENERATOR: Final = "wire"  # wire-shaped traces (callsafe.certify.wire_traces)
 KNOWN_GENERATORS: Final = (*GENERATORS, WIRE_GENERATOR)
 
@@ -121,7 +133,9 @@ class Options:
     budget: float | None = None  # seconds for running traces (minimisation has its own)
     depth: int = 3
     seed: int = 0
-    workers: int = 1
+    workers: int = 1  # local worker processes
+    scheduler: str | None = None  # a Dask scheduler's address: run the traces on that cluster
+    partition_size: int | None = None  # traces per partition with workers (PARTITION_SIZE)
     generators: tuple[str, ...] = GENERATORS
     walks: int = 200
     minimize: bool = True
@@ -134,13 +148,19 @@ class Options:
             raise ValueError(f"unknown generators {sorted(unknown)}; known: {', '.join(KNOWN_GENERATORS)}")
         if self.workers < 1 or self.depth < 0 or (self.budget is not None and self.budget <= 0):
             raise ValueError("workers >= 1, depth >= 0 and a positive budget")
+        if self.partition_size is not None and self.partition_size < 1:
+            raise ValueError("a partition holds at least one trace")
+        if self.scheduler and self.workers > 1:
+            raise ValueError("--workers starts local processes; with --scheduler the cluster's workers run the traces")
 
     def to_json(self) -> dict[str, Any]:
+        """What was certified and how hard; how it was executed (workers, scheduler,
+        partitions) is the report's ``execution`` object instead, so that the same options
+        give the same report wherever they ran."""
         return {
             "budget_seconds": self.budget,
             "depth": self.depth,
             "seed": self.seed,
-            "workers": self.workers,
             "generators": list(self.generators),
             "walks": self.walks,
             "minimize": self.minimize,
@@ -151,7 +171,8 @@ class Options:
 
 @dataclass
 class TraceResult:
-    """One trace's outcome, as a worker returns it (small, picklable)."""
+    """One trace's outcome, as a worker returns it (small, picklable): the trace itself
+    only when it violated something (it may become a counterexample)."""
 
     generator: str
     index: int
@@ -161,6 +182,7 @@ class TraceResult:
     seconds: float = 0.0
     transitions: frozenset[Transition] = frozenset()
     pairs: frozenset[Pair] = frozenset()
+    trace: Trace | None = None
 
     @property
     def applicable(self) -> bool:
@@ -265,6 +287,7 @@ def _result(generator: str, index: int, checked: Checked, seconds: float) -> Tra
         seconds,
         frozenset(got.transitions),
         frozenset(got.pairs),
+        checked.trace if checked.judgement.violated else None,
     )
 
 
@@ -276,22 +299,119 @@ def _run_one(
     return _result(generator, index, checked, time.perf_counter() - started)
 
 
+def run_partition(
+    factory: TargetFactory,
+    capabilities: frozenset[str],
+    partition: Partition,
+    deadline: float | None = None,
+    worker: str = "",
+) -> PartitionResult:
+    """Make a partition's traces here and run each against a fresh target, until
+    ``deadline`` (a :func:`time.time` value: comparable across the processes of a
+    machine, and across machines as far as their clocks agree)."""
+    stats = ExhaustiveStats()
+    results: list[TraceResult] = []
+    for offset, trace in enumerate(partition.traces(stats)):
+        if deadline is not None and time.time() > deadline:
+            return PartitionResult(partition, results, stats.skipped, False, worker)
+        results.append(_run_one(factory, capabilities, partition.generator, partition.start + offset, trace))
+    return PartitionResult(partition, results, stats.skipped, True, worker)
+
+
 # --------------------------------------------------------------------------------------
-# Workers: each process builds its own targets from the target's name
+# Local executors: this process, or worker processes that build their own targets
 # --------------------------------------------------------------------------------------
 
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(spec: str, path: list[str]) -> None:
+def _worker_init(spec: str, capabilities: frozenset[str], path: list[str]) -> None:
     sys.path[:] = path
-    factory = resolve_target(spec)
-    _WORKER["factory"] = factory
-    _WORKER["capabilities"] = describe(factory, spec).capabilities
+    _WORKER["factory"] = resolve_target(spec)
+    _WORKER["capabilities"] = capabilities
 
 
-def _worker_run(batch: list[tuple[str, int, Trace]]) -> list[TraceResult]:
-    return [_run_one(_WORKER["factory"], _WORKER["capabilities"], g, i, t) for g, i, t in batch]
+def _worker_run(partition: Partition, deadline: float | None) -> PartitionResult:
+    return run_partition(_WORKER["factory"], _WORKER["capabilities"], partition, deadline, f"pid {os.getpid()}")
+
+
+class _InProcess:
+    """Runs each partition here, handing results back one trace at a time (the progress
+    bar moves per trace, and a budget stops between two traces)."""
+
+    def __init__(self, factory: TargetFactory, capabilities: frozenset[str]) -> None:
+        self.factory = factory
+        self.capabilities = capabilities
+        self.record = Execution()
+
+    def run(self, partitions: Iterator[Partition], deadline: float | None) -> Iterator[PartitionResult]:
+        for partition in partitions:
+            self.record.partitions += 1
+            stats = ExhaustiveStats()
+            skipped = 0
+            for offset, trace in enumerate(partition.traces(stats)):
+                if deadline is not None and time.time() > deadline:
+                    yield PartitionResult(partition, [], stats.skipped - skipped, complete=False)
+                    return
+                result = _run_one(self.factory, self.capabilities, partition.generator, partition.start + offset, trace)
+                yield PartitionResult(partition, [result], stats.skipped - skipped)
+                skipped = stats.skipped
+            yield PartitionResult(partition, [], stats.skipped - skipped)
+
+    def close(self, abort: bool = False) -> None:
+        """Nothing to release."""
+
+    def execution(self) -> Execution:
+        return self.record
+
+
+class _Processes:
+    """Runs partitions in a pool of local worker processes (spawned: nothing of the
+    parent's state leaks in), a few partitions ahead of the one whose results are awaited."""
+
+    def __init__(self, info: TargetInfo, workers: int, partition_size: int) -> None:
+        self.workers = workers
+        ctx = multiprocessing.get_context("spawn")
+        self.pool: Any = ctx.Pool(
+            workers, initializer=_worker_init, initargs=(info.spec, info.capabilities, list(sys.path))
+        )
+        self.record = Execution("processes", workers, None, partition_size)
+
+    def run(self, partitions: Iterator[Partition], deadline: float | None) -> Iterator[PartitionResult]:
+        window: deque[Any] = deque()
+        for partition in partitions:
+            if deadline is not None and time.time() > deadline:
+                while window:
+                    yield window.popleft().get()
+                yield PartitionResult(partition, [], complete=False)
+                return
+            self.record.partitions += 1
+            window.append(self.pool.apply_async(_worker_run, (partition, deadline)))
+            while len(window) > self.workers * 2:
+                yield window.popleft().get()
+        while window:
+            yield window.popleft().get()
+
+    def close(self, abort: bool = False) -> None:
+        if abort:
+            self.pool.terminate()
+        else:
+            self.pool.close()
+        self.pool.join()
+
+    def execution(self) -> Execution:
+        return self.record
+
+
+def _executor(options: Options, factory: TargetFactory, info: TargetInfo) -> Executor:
+    size = options.partition_size or PARTITION_SIZE
+    if options.scheduler:
+        from callsafe.certify.distributed import DaskExecutor
+
+        return DaskExecutor(options.scheduler, info, size)
+    if options.workers > 1:
+        return _Processes(info, options.workers, size)
+    return _InProcess(factory, info.capabilities)
 
 
 # --------------------------------------------------------------------------------------
@@ -315,6 +435,8 @@ class GeneratorStats:
     violated: dict[str, int] = field(default_factory=dict)  # invariant -> traces
     checked: dict[str, int] = field(default_factory=dict)  # invariant -> applicable traces
     info: dict[str, Any] = field(default_factory=dict)
+    total: int | None = None  # traces planned (for progress; not in the report)
+    planned_at: float = 0.0  # time.perf_counter() when its planning began (for wall_seconds)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -388,6 +510,7 @@ class Certification:
     version: str = __version__
     # lifecycle transition -> traces that took it (the coverage heat map's colour)
     transition_hits: dict[Transition, int] = field(default_factory=dict)
+    execution: Execution = field(default_factory=Execution)  # how it ran, never what it found
 
     @property
     def violated(self) -> list[str]:
@@ -412,36 +535,50 @@ def _coverage_suite(config: Config, during: bool) -> CoverageSuite:
     return coverage_suite(config, during=during)
 
 
-def _traces(
+def _plan(
     name: str,
     options: Options,
     capabilities: frozenset[str],
     stats: GeneratorStats,
-    exhaustive: ExhaustiveStats,
+    size: int | None,
     protocol: str = ABSTRACT,
-) -> tuple[Iterator[Trace], int | None]:
-    """A generator's traces, configured for what the target can take."""
-    if name == "catalog":
-        return (s.trace for s in CATALOG), len(CATALOG)
-    if name == WIRE_GENERATOR:
-        traces = list(wire_traces())
-        return iter(traces), len(traces)
-    if name == "synthesis":
-        synthesised = _synthesised()
-        stats.info = {"traces": [f"{t.name}: {t.source}" for t in synthesised]}
-        return iter(synthesised), len(synthesised)
-    during = "business_validation" in capabilities
-    if name == "coverage":
-        suite = _coverage_suite(config_for(capabilities), during)
-        stats.info = suite.summary()
-        return iter(suite.traces), len(suite.traces)
+) -> tuple[Iterator[Partition], int]:
+    """A generator's traces, configured for what the target can take, as partitions of
+    ``size`` traces (None: one partition), and how many traces there are."""
+    if name in ("catalog", WIRE_GENERATOR, "synthesis", "coverage"):
+        if name == "catalog":
+            traces: Sequence[Trace] = [s.trace for s in CATALOG]
+        elif name == WIRE_GENERATOR:
+            traces = list(wire_traces())
+        elif name == "synthesis":
+            traces = _synthesised()
+            stats.info = {"traces": [f"{t.name}: {t.source}" for t in traces]}
+        else:
+            suite = _coverage_suite(config_for(capabilities), "business_validation" in capabilities)
+            stats.info = suite.summary()
+            traces = suite.traces
+        return listed_partitions(name, traces, size), len(traces)
     if name == "walks":
         config = walk_config(capabilities)
         stats.info = {"config": config.to_json(), "seed": options.seed}
-        return random_walks(options.seed, options.walks, config, during=during), options.walks
+        during = "business_validation" in capabilities
+        return walk_partitions(name, options.seed, options.walks, config, during, size), options.walks
     bound = exhaustive_bound(options.depth, capabilities, protocol)
     stats.info = {"bound": bound.to_json()}
-    return exhaustive_traces(bound, exhaustive), None
+    return exhaustive_partitions(name, bound, size)
+
+
+def plan_partitions(
+    options: Options, info: TargetInfo, gen_stats: dict[str, GeneratorStats], size: int | None
+) -> Iterator[Partition]:
+    """Every generator's partitions, one generator after the other (each planned only when
+    the previous one's partitions are all out, so its lists are built while the first
+    partitions run); ``gen_stats`` gets each generator's description and trace count."""
+    for name in generators_for(options, info):
+        stats = gen_stats.setdefault(name, GeneratorStats(name))
+        stats.planned_at = time.perf_counter()
+        partitions, stats.total = _plan(name, options, info.capabilities, stats, size, info.protocol)
+        yield from partitions
 
 
 # The document the fragmentation synthesis cuts up: a payment whose amount a repeated
@@ -468,56 +605,6 @@ def _synthesised() -> tuple[Trace, ...]:
     return (*hazards, *fragmentations)
 
 
-class _Executor:
-    """Runs traces in this process, or in a pool of worker processes in batches (a trace
-    takes well under a millisecond, less than sending it to another process), returning
-    results in submission order."""
-
-    BATCH: Final = 64
-
-    def __init__(self, factory: TargetFactory, info: TargetInfo, workers: int) -> None:
-        self.factory = factory
-        self.info = info
-        self.workers = workers
-        self.pool: Any = None
-        if workers > 1:
-            ctx = multiprocessing.get_context("spawn")
-            self.pool = ctx.Pool(workers, initializer=_worker_init, initargs=(info.spec, list(sys.path)))
-        self.batch: list[tuple[str, int, Trace]] = []
-        self.window: deque[Any] = deque()
-
-    def submit(self, generator: str, index: int, trace: Trace) -> Iterator[TraceResult]:
-        """Submit one trace; yield whatever results are ready, in order."""
-        if self.pool is None:
-            yield _run_one(self.factory, self.info.capabilities, generator, index, trace)
-            return
-        self.batch.append((generator, index, trace))
-        if len(self.batch) >= self.BATCH:
-            self._send()
-        while len(self.window) > self.workers * 2:
-            yield from self.window.popleft().get()
-
-    def _send(self) -> None:
-        if self.batch:
-            self.window.append(self.pool.apply_async(_worker_run, (self.batch,)))
-            self.batch = []
-
-    def drain(self) -> Iterator[TraceResult]:
-        if self.pool is not None:
-            self._send()
-        while self.window:
-            yield from self.window.popleft().get()
-
-    def close(self, abort: bool = False) -> None:
-        """Let the workers finish, or (``abort``: an error or Ctrl-C) stop them now."""
-        if self.pool is not None:
-            if abort:
-                self.pool.terminate()
-            else:
-                self.pool.close()
-            self.pool.join()
-
-
 def generators_for(options: Options, info: TargetInfo) -> tuple[str, ...]:
     """The generators a certification runs: ``options.generators``, and for a
     provider-protocol target left at the default, the wire-shaped traces first (the other
@@ -539,13 +626,16 @@ def certify(
     factory = resolve_target(target) if isinstance(target, str) else target
     spec = target if isinstance(target, str) else spec_of(factory)
     info = describe(factory, spec)
-    if options.workers > 1 and not isinstance(target, str):
-        raise ValueError("--workers needs a target named by a string ('module:factory'), built in each worker")
+    if (options.workers > 1 or options.scheduler) and not isinstance(target, str):
+        raise ValueError(
+            "--workers and --scheduler need a target named by a string ('module:factory'), built in each worker"
+        )
 
     started_at = time.time()
     t0 = time.perf_counter()
-    deadline = t0 + options.budget if options.budget else None
-    gen_stats: dict[str, GeneratorStats] = {}
+    deadline = started_at + options.budget if options.budget else None
+    generator_names = generators_for(options, info)
+    gen_stats: dict[str, GeneratorStats] = {name: GeneratorStats(name) for name in generator_names}
     checked: dict[str, int] = {inv.id: 0 for inv in INVARIANTS}
     violated: dict[str, int] = {inv.id: 0 for inv in INVARIANTS}
     examples: dict[str, list[Example]] = {}
@@ -555,13 +645,10 @@ def certify(
     missing_counts: dict[str, int] = {}
     errors: list[str] = []
     budget_exhausted = False
-    pending: dict[tuple[str, int], Trace] = {}
-
-    executor = _Executor(factory, info, options.workers)
 
     def absorb(result: TraceResult) -> None:
         stats = gen_stats[result.generator]
-        trace = pending.pop((result.generator, result.index))
+        stats.generated += 1
         stats.seconds += result.seconds
         if not result.applicable:
             stats.not_applicable += 1
@@ -577,7 +664,7 @@ def certify(
         if judgement.errors:
             stats.errors += 1
             if len(errors) < 20:
-                errors.append(f"{trace.name}: {judgement.errors[0]}")
+                errors.append(f"{result.name}: {judgement.errors[0]}")
         if judgement.violated:
             stats.violating += 1
         for inv, found in judgement.results.items():
@@ -589,46 +676,32 @@ def certify(
                 violated[inv] += 1
                 stats.violated[inv] = stats.violated.get(inv, 0) + 1
                 kept = examples.setdefault(inv, [])
-                if len(kept) < max(options.counterexamples, 1):
-                    kept.append(Example(result.generator, trace, found))
+                if len(kept) < max(options.counterexamples, 1) and result.trace is not None:
+                    kept.append(Example(result.generator, result.trace, found))
 
-    generator_names = generators_for(options, info)
+    executor = _executor(options, factory, info)
+    size = None if isinstance(executor, _InProcess) else options.partition_size or PARTITION_SIZE
     try:
-        for name in generator_names:
-            stats = gen_stats[name] = GeneratorStats(name)
-            exhaustive = ExhaustiveStats()
-            begun = time.perf_counter()
-            traces, total = _traces(name, options, info.capabilities, stats, exhaustive, info.protocol)
-            done = 0
-            for index, trace in enumerate(traces):
-                if deadline is not None and time.perf_counter() > deadline:
-                    budget_exhausted = True
-                    stats.complete = False
-                    break
-                stats.generated += 1
-                pending[(name, index)] = trace
-                for result in executor.submit(name, index, trace):
-                    absorb(result)
-                    done += 1
-                    if progress is not None:
-                        progress(name, done, total)
-            for result in executor.drain():
+        for piece in executor.run(plan_partitions(options, info, gen_stats, size), deadline):
+            name = piece.partition.generator
+            stats = gen_stats[name]
+            for result in piece.results:
                 absorb(result)
-                done += 1
                 if progress is not None:
-                    progress(name, done, total)
-            stats.skipped_equivalent = exhaustive.skipped
-            stats.info.setdefault("wall_seconds", round(time.perf_counter() - begun, 3))
-            if budget_exhausted:
+                    progress(name, stats.generated, stats.total)
+            stats.skipped_equivalent += piece.skipped
+            stats.info["wall_seconds"] = round(time.perf_counter() - stats.planned_at, 3)
+            if not piece.complete:
+                budget_exhausted = True
+                later = generator_names[generator_names.index(name) :]
+                for stopped in later:
+                    gen_stats[stopped].complete = False
                 break
     except BaseException:
         executor.close(abort=True)
         raise
-    executor.close()
+    executor.close(abort=budget_exhausted)
     run_seconds = time.perf_counter() - t0
-    for name in generator_names:
-        if name not in gen_stats:
-            gen_stats[name] = GeneratorStats(name, complete=False)
 
     counterexamples: dict[str, list[Counterexample]] = {}
     t1 = time.perf_counter()
@@ -679,6 +752,7 @@ def certify(
         budget_exhausted=budget_exhausted,
         errors=errors,
         transition_hits={t: n for t, n in transition_hits.items() if t in ALL_TRANSITIONS},
+        execution=executor.execution(),
     )
 
 

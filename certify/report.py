@@ -5,12 +5,20 @@ Why three: ``report.json`` is for programs (a stable, versioned schema,
 field changes meaning or goes away); JUnit XML is for CI dashboards (one test case per
 invariant per generator: failed, passed, or skipped when not applicable); the HTML page
 is for the people who review a run: the verdict per invariant, each counterexample as its
-minimal trace and a sequence diagram, and the lifecycle diagram coloured by the coverage
-the run reached.
+minimal trace and a sequence diagram, and the coverage heat map (the lifecycle, each
+transition weighted by how many traces of the run took it).
 
 Counterexamples are also written as files next to the reports: the minimal trace as JSON
 (``callsafe replay FILE --target T``) and a standalone pytest file
 (:func:`callsafe.certify.minimize.pytest_source`).
+
+What may differ between two runs of the same target with the same options and seed
+(:data:`VARYING`): ``started_at``, ``timings``, ``execution`` (how the run was executed:
+in this process, local workers or a Dask cluster; partitions; partitions re-run after a
+worker was lost, :mod:`callsafe.certify.execution`), and each generator's ``seconds`` and
+``info.wall_seconds``. Everything else is the same, byte for byte, on one process, on N
+processes and on a cluster, unless the budget stopped the run (where it stops depends on
+the machine).
 """
 
 from __future__ import annotations
@@ -24,16 +32,31 @@ from html import escape
 from pathlib import Path
 from typing import Any, Final
 
+import graphviz
+
 from callsafe.certify.harness import Certification, Counterexample
 from callsafe.certify.minimize import pytest_source
 from callsafe.certify.sequence import sequence_svg
 from callsafe.generators.coverage import ALL_TRANSITIONS
-from callsafe.model.diagrams import has_dot, lifecycle_diagram
+from callsafe.model.diagrams import has_dot
+from callsafe.model.diagrams_coverage import coverage_heatmap
 from callsafe.model.vocabulary import observation_to_json
 
-__all__ = ["REPORT_SCHEMA", "REPORT_VERSION", "Reports", "html_report", "junit_xml", "report_json", "write_reports"]
+__all__ = [
+    "REPORT_SCHEMA",
+    "REPORT_VERSION",
+    "VARYING",
+    "Reports",
+    "html_report",
+    "junit_xml",
+    "report_json",
+    "write_reports",
+]
 
-REPORT_VERSION: Final = 1
+REPORT_VERSION: Final = 2  # 2: options.workers moved to execution.workers
+# The parts of report.json that say when and how a run was executed, not what it found
+# (paths; "*" stands for every generator).
+VARYING: Final = ("started_at", "timings", "execution", "generators.*.seconds", "generators.*.info.wall_seconds")
 
 _COUNTS = {"type": "integer", "minimum": 0}
 _FINDING = {
@@ -62,6 +85,7 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
         "seed",
         "started_at",
         "timings",
+        "execution",
         "budget_exhausted",
         "summary",
         "invariants",
@@ -87,6 +111,27 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
             "type": "object",
             "required": ["run_seconds", "minimize_seconds", "total_seconds"],
             "additionalProperties": {"type": "number"},
+        },
+        "execution": {
+            "type": "object",
+            "required": [
+                "executor",
+                "workers",
+                "scheduler",
+                "partition_size",
+                "partitions",
+                "rerun_partitions",
+                "lost_workers",
+            ],
+            "properties": {
+                "executor": {"enum": ["in-process", "processes", "dask"]},
+                "workers": _COUNTS,
+                "scheduler": {"type": ["string", "null"]},
+                "partition_size": {"type": ["integer", "null"], "minimum": 1},
+                "partitions": _COUNTS,
+                "rerun_partitions": {"type": "array", "items": {"type": "string"}},
+                "lost_workers": {"type": "array", "items": {"type": "string"}},
+            },
         },
         "budget_exhausted": {"type": "boolean"},
         "summary": {
@@ -227,6 +272,7 @@ def report_json(cert: Certification) -> dict[str, Any]:
         "seed": cert.options.seed,
         "started_at": dt.datetime.fromtimestamp(cert.started_at, dt.UTC).isoformat(timespec="seconds"),
         "timings": dict(cert.timings),
+        "execution": cert.execution.to_json(),
         "budget_exhausted": cert.budget_exhausted,
         "summary": {
             "traces_generated": sum(g.generated for g in cert.generators.values()),
@@ -338,8 +384,13 @@ def _badge(status: str) -> str:
     return f'<span class="badge {escape(status)}">{escape(label)}</span>'
 
 
+def _heatmap(cert: Certification) -> graphviz.Digraph:
+    """The lifecycle weighted by the traces that took each transition (the coverage heat map)."""
+    return coverage_heatmap(cert.transition_hits, title=f"lifecycle coverage of {cert.target.name}")
+
+
 def _lifecycle_svg(cert: Certification) -> str:
-    dot = lifecycle_diagram(covered=cert.transitions)
+    dot = _heatmap(cert)
     if has_dot():
         svg: str = dot.pipe(format="svg").decode("utf-8")
         return svg[svg.index("<svg") :]
@@ -362,7 +413,8 @@ def html_report(cert: Certification) -> str:
         f"{cert.options.budget if cert.options.budget else 'none'} s"
         f"{' (exhausted: generation stopped early)' if cert.budget_exhausted else ''} · "
         f"{doc['summary']['traces_run']} traces run in {cert.timings.get('total_seconds', 0)} s · "
-        f"started {escape(doc['started_at'])} · callsafe {escape(cert.version)}</p>",
+        f"started {escape(doc['started_at'])} · callsafe {escape(cert.version)}<br>"
+        f"{escape(cert.execution.summary())}</p>",
         "<h2>Invariants</h2><table><tr><th>invariant</th><th>kind</th><th>status</th>"
         "<th class='num'>traces checked</th><th class='num'>violated</th><th>property</th></tr>",
     ]
@@ -449,7 +501,7 @@ def _slug(text: str) -> str:
 
 def write_reports(cert: Certification, out_dir: Path, junit: Path | None = None) -> Reports:
     """Write the counterexample files, then ``report.json``, the JUnit XML (``junit`` or
-    ``out_dir/junit.xml``), ``report.html`` and the coverage-coloured lifecycle diagram."""
+    ``out_dir/junit.xml``), ``report.html`` and the coverage heat map."""
     out_dir.mkdir(parents=True, exist_ok=True)
     ce_dir = out_dir / "counterexamples"
     written_ce: list[Path] = []
@@ -476,7 +528,7 @@ def write_reports(cert: Certification, out_dir: Path, junit: Path | None = None)
     junit_xml(cert).write(junit_path, encoding="utf-8", xml_declaration=True)
     html_path = out_dir / "report.html"
     html_path.write_text(html_report(cert), encoding="utf-8")
-    dot = lifecycle_diagram(covered=cert.transitions)
+    dot = _heatmap(cert)
     diagrams = [out_dir / "lifecycle-coverage.dot"]
     diagrams[0].write_text(dot.source, encoding="utf-8")
     if has_dot():

@@ -13,7 +13,9 @@ canonical extension, whole subtrees are skipped at once and counted arithmetical
 
 The stream is lazy (a depth-first walk; nothing is materialised) and deterministic (the
 templates are walked in a fixed order). :class:`ExhaustiveStats` says how many traces were
-produced and how many skipped so far.
+produced and how many skipped so far. The enumeration can be cut into parts by prefix
+(:func:`exhaustive_parts`, :func:`exhaustive_subtree`), each enumerated on its own, so that
+workers share it without one enumerating what another runs.
 
 Data, fixed per call id so that fragments of one call never fit another: call ``c<i>``
 carries ``{"v":<100*(i+1)>}`` split into ``fragments`` pieces (``fragment k`` sends piece
@@ -53,9 +55,13 @@ from callsafe.model.vocabulary import (
 __all__ = [
     "CONTROLS",
     "Bound",
+    "ExhaustivePart",
     "ExhaustiveStats",
     "build_trace",
     "canonical",
+    "exhaustive_count",
+    "exhaustive_parts",
+    "exhaustive_subtree",
     "exhaustive_traces",
     "piece",
     "split_document",
@@ -262,54 +268,149 @@ def build_trace(bound: Bound, instances: list[Instance]) -> Trace:
     )
 
 
+@functools.lru_cache(maxsize=1024)
+def _alphabet(bound: Bound, turns_used: int, restarts_used: int) -> tuple[Instance, ...]:
+    """The template instances that may come next, in the enumeration's fixed order."""
+    out: list[Instance] = []
+    if turns_used < bound.turns:
+        out.append(("turn", -1))
+    out.extend((name, -1) for name in bound.global_templates())
+    if "restart" in bound.controls and restarts_used < bound.restarts:
+        out.append(("restart", -1))
+    out.extend((name, i) for i in range(bound.calls) for name in bound.call_templates())
+    return tuple(out)
+
+
+def _after(inst: Instance, turns_used: int, restarts_used: int, ids_used: int) -> tuple[int, int, int]:
+    name, i = inst
+    return turns_used + (name == "turn"), restarts_used + (name == "restart"), max(ids_used, i + 1)
+
+
+@functools.lru_cache(maxsize=4096)
+def _subtree(bound: Bound, remaining: int, turns_used: int, restarts_used: int) -> int:
+    """Sequences of 0..remaining more instances after a prefix (the prefix included)."""
+    if remaining == 0:
+        return 1
+    total = 1
+    for name, _ in _alphabet(bound, turns_used, restarts_used):
+        total += _subtree(bound, remaining - 1, turns_used + (name == "turn"), restarts_used + (name == "restart"))
+    return total
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical_below(bound: Bound, remaining: int, turns_used: int, restarts_used: int, ids_used: int) -> int:
+    """Canonical sequences of 1..remaining more instances after a prefix (the prefix not included)."""
+    if remaining == 0:
+        return 0
+    total = 0
+    for inst in _alphabet(bound, turns_used, restarts_used):
+        if inst[1] <= ids_used:
+            total += 1 + _canonical_below(bound, remaining - 1, *_after(inst, turns_used, restarts_used, ids_used))
+    return total
+
+
+def exhaustive_count(bound: Bound) -> int:
+    """How many traces :func:`exhaustive_traces` produces (counted, not enumerated)."""
+    return _canonical_below(bound, bound.length, 1, 0, 0)
+
+
+def _prefix_state(bound: Bound, prefix: tuple[Instance, ...]) -> tuple[int, int, int]:
+    if len(prefix) > bound.length or canonical(list(prefix)) != list(prefix):
+        raise ValueError(f"not a canonical prefix within the bound: {[_label(x) for x in prefix]}")
+    state = (1, 0, 0)
+    for inst in prefix:
+        if inst not in _alphabet(bound, state[0], state[1]):
+            raise ValueError(f"{_label(inst)} cannot follow {[_label(x) for x in prefix]} within the bound")
+        state = _after(inst, *state)
+    return state
+
+
 def exhaustive_traces(bound: Bound, stats: ExhaustiveStats | None = None) -> Iterator[Trace]:
     """Every canonical trace of 1..``bound.length`` template events, lazily, depth first.
 
     ``stats`` (updated as the stream is consumed) counts the traces produced and those
     skipped because a renaming of call ids makes them equal to a produced one."""
+    return exhaustive_subtree(bound, (), stats)
+
+
+def exhaustive_subtree(
+    bound: Bound, prefix: tuple[Instance, ...] = (), stats: ExhaustiveStats | None = None, descend: bool = True
+) -> Iterator[Trace]:
+    """The trace of the canonical ``prefix`` (none for the empty one), then, with
+    ``descend``, every canonical extension of it, in the order of :func:`exhaustive_traces`.
+
+    Without ``descend`` only the prefix's own trace comes out, and ``stats`` counts the
+    extensions skipped at the very next position (the rest of the subtree is some other
+    part's: :func:`exhaustive_parts`)."""
     stats = stats if stats is not None else ExhaustiveStats()
-    call_templates = bound.call_templates()
-    global_templates = bound.global_templates()
+    path = list(prefix)
 
-    def alphabet(turns_used: int, restarts_used: int) -> list[Instance]:
-        out: list[Instance] = []
-        if turns_used < bound.turns:
-            out.append(("turn", -1))
-        out.extend((name, -1) for name in global_templates)
-        if "restart" in bound.controls and restarts_used < bound.restarts:
-            out.append(("restart", -1))
-        out.extend((name, i) for i in range(bound.calls) for name in call_templates)
-        return out
+    def walk(turns_used: int, restarts_used: int, ids_used: int, deeper: bool) -> Iterator[Trace]:
+        if len(path) == bound.length:
+            return
+        for inst in _alphabet(bound, turns_used, restarts_used):
+            turns_next, restarts_next, ids_next = _after(inst, turns_used, restarts_used, ids_used)
+            if inst[1] > ids_used:  # an id used before the ids below it: not canonical, nor any extension
+                stats.skipped += _subtree(bound, bound.length - len(path) - 1, turns_next, restarts_next)
+                continue
+            if not deeper:
+                continue
+            path.append(inst)
+            stats.produced += 1
+            yield build_trace(bound, path)
+            yield from walk(turns_next, restarts_next, ids_next, True)
+            path.pop()
 
-    @functools.cache
-    def subtree(remaining: int, turns_used: int, restarts_used: int) -> int:
-        """Sequences of 0..remaining more instances after a prefix (the prefix included)."""
-        if remaining == 0:
-            return 1
-        total = 1
-        for name, _ in alphabet(turns_used, restarts_used):
-            total += subtree(remaining - 1, turns_used + (name == "turn"), restarts_used + (name == "restart"))
-        return total
+    def run() -> Iterator[Trace]:
+        state = _prefix_state(bound, prefix)
+        if path:
+            stats.produced += 1
+            yield build_trace(bound, path)
+        yield from walk(*state, descend)
 
-    prefix: list[Instance] = []
+    return run()
 
-    def walk(turns_used: int, restarts_used: int, ids_used: int) -> Iterator[Trace]:
+
+@dataclass(frozen=True)
+class ExhaustivePart:
+    """A run of consecutive traces of the enumeration: the trace of ``prefix`` and, with
+    ``descend``, all of its canonical extensions; ``traces`` of them."""
+
+    prefix: tuple[Instance, ...]
+    descend: bool
+    traces: int
+
+    def describe(self) -> str:
+        label = " ".join(_label(x) for x in self.prefix) or "(start)"
+        return label + (" ..." if self.descend else "")
+
+
+def exhaustive_parts(bound: Bound, size: int) -> Iterator[ExhaustivePart]:
+    """The enumeration cut into parts of at most ``size`` traces, in enumeration order, so
+    that the parts' traces (:func:`exhaustive_subtree`), one part after another, are exactly
+    :func:`exhaustive_traces`, and their skipped counts add up to its count.
+
+    Why by prefix: a worker given a prefix enumerates its subtree without enumerating what
+    comes before it. A prefix whose subtree holds at most ``size`` traces is one part; a
+    larger one is split into a part of its own trace alone and the parts of its extensions.
+    Sizes are counted, not enumerated, so planning costs nothing next to the run."""
+    if size < 1:
+        raise ValueError("a part holds at least one trace")
+
+    def split(prefix: tuple[Instance, ...], state: tuple[int, int, int]) -> Iterator[ExhaustivePart]:
+        own = 1 if prefix else 0
+        below = _canonical_below(bound, bound.length - len(prefix), *state)
+        if own + below <= size:
+            yield ExhaustivePart(prefix, True, own + below)
+            return
+        yield ExhaustivePart(prefix, False, own)
         if len(prefix) == bound.length:
             return
-        for inst in alphabet(turns_used, restarts_used):
-            name, i = inst
-            turns_next = turns_used + (name == "turn")
-            restarts_next = restarts_used + (name == "restart")
-            if i > ids_used:  # an id used before the ids below it: not canonical, nor any extension
-                stats.skipped += subtree(bound.length - len(prefix) - 1, turns_next, restarts_next)
-                continue
-            prefix.append(inst)
-            stats.produced += 1
-            yield build_trace(bound, prefix)
-            yield from walk(turns_next, restarts_next, max(ids_used, i + 1))
-            prefix.pop()
+        for inst in _alphabet(bound, state[0], state[1]):
+            if inst[1] <= state[2]:
+                yield from split((*prefix, inst), _after(inst, *state))
 
-    return walk(1, 0, 0)
+    return split((), (1, 0, 0))
 
 
 def canonical(instances: list[Instance]) -> list[Instance]:

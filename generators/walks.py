@@ -3,9 +3,12 @@
 Why next to the coverage suite: the suite visits each transition (and pair) once, on the
 shortest way there; random walks visit them again in company they would not otherwise
 keep (two calls, a control in between, a restart later), which is where implementations
-that pass every fixture still break. The walk is driven by ``random.Random(seed)`` over
-the concretisable steps of :class:`~callsafe.model.abstract.SystemModel`, so the same seed
-always gives the same traces.
+that pass every fixture still break. Walk ``n`` of seed ``s`` is driven by its own
+``random.Random`` seeded with ``(s, n)`` over the concretisable steps of
+:class:`~callsafe.model.abstract.SystemModel`, so the same seed always gives the same
+traces, and any range of walks (``start``) can be drawn without drawing the walks before
+it: a distributed certification hands each worker a range of walk numbers
+(:mod:`callsafe.certify.partitions`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from callsafe.model.abstract import AbsState, Action, Config, SystemModel
 from callsafe.model.lifecycle import TERMINAL_STATES, State
 from callsafe.model.vocabulary import Trace
 
-__all__ = ["WALK_CONFIG", "random_walks", "walk_config"]
+__all__ = ["WALK_CONFIG", "random_walks", "walk_config", "walk_rng"]
 
 WALK_CONFIG = Config(
     calls=2,
@@ -67,18 +70,29 @@ def walk_config(capabilities: frozenset[str]) -> Config:
     )
 
 
+def walk_rng(seed: int, n: int) -> random.Random:
+    """The random source of walk ``n`` of ``seed`` (a string seed is hashed with SHA-512,
+    the same in every process and on every machine, whatever ``PYTHONHASHSEED``)."""
+    return random.Random(f"callsafe walk {seed}/{n}")
+
+
 def random_walks(
-    seed: int = 0, count: int | None = 200, config: Config | None = None, max_steps: int = 24, during: bool = True
+    seed: int = 0,
+    count: int | None = 200,
+    config: Config | None = None,
+    max_steps: int = 24,
+    during: bool = True,
+    start: int = 0,
 ) -> Iterator[Trace]:
-    """``count`` walks (forever when None) of at most ``max_steps`` actions each, from the
-    initial state, stopping early once every call is in a terminal state. ``during=False``
-    leaves out inputs delivered during validation."""
+    """Walks ``start``, ``start + 1``, ... (``count`` of them, forever when None) of at most
+    ``max_steps`` actions each, from the initial state, stopping early once every call is
+    in a terminal state. ``during=False`` leaves out inputs delivered during validation."""
     config = config or WALK_CONFIG
     model = SystemModel(config)
-    rng = random.Random(seed)
     (initial,) = model.init_states()
-    n = 0
-    while count is None or n < count:
+    n = start
+    while count is None or n < start + count:
+        rng = walk_rng(seed, n)
         state = initial
         path: list[tuple[Action, AbsState]] = []
         for _ in range(max_steps):

@@ -1,12 +1,17 @@
 """Diagrams generated from the model, so the picture is the machine.
 
-* :func:`lifecycle_diagram`: the per-call lifecycle, drawn from
-  :data:`callsafe.model.lifecycle.TRANSITIONS`: one node per state, one edge per
-  ``(source, target)`` pair labelled with every event that takes it; terminal states drawn
-  as double circles; paths into the non-dispatching states drawn red and dashed, the path
-  into ``dispatched`` green. Optionally coloured by the coverage a run reached.
+* :func:`lifecycle_diagram`: the per-call lifecycle on one page, drawn from
+  :data:`callsafe.model.lifecycle.TRANSITIONS`. The stops that end *every* unfinished
+  state the same way (cancel, supersede, an operator control, disconnect, restart...) are
+  read off the table and drawn once, from a box around the unfinished states, instead of
+  once per state: that is what the table says ("whatever stops a call, stops it"), and
+  it keeps the page legible. Every other transition is one edge per ``(source, target)``
+  labelled with its events; red dashed edges end without running, the green one runs.
+  With ``covered`` it is the coverage map of :mod:`callsafe.model.diagrams_coverage`.
 * :func:`system_diagram`: the reachable state graph of a small configuration
   (:mod:`callsafe.model.graph`).
+* the system rules (:mod:`callsafe.model.diagrams_rules`) and the coverage heat map
+  (:mod:`callsafe.model.diagrams_coverage`) live in their own modules.
 
 DOT text is always produced (the ``graphviz`` Python package builds it without the
 Graphviz programs); SVG and PNG are written where the ``dot`` program is installed.
@@ -17,29 +22,29 @@ from __future__ import annotations
 import shutil
 from collections import defaultdict
 from collections.abc import Iterable
+from html import escape
 from pathlib import Path
 
 import graphviz
 
 from callsafe.model.abstract import AbsCall, AbsState
+from callsafe.model.diagram_style import (
+    EDGE_FONT,
+    FONT,
+    GREEN,
+    LOOP_BLUE,
+    NODE_FONT,
+    RED,
+    UNFINISHED,
+    add_state_nodes,
+    wrap_names,
+)
+from callsafe.model.diagrams_coverage import coverage_heatmap
+from callsafe.model.diagrams_rules import system_rules_diagram
 from callsafe.model.graph import Exploration
-from callsafe.model.lifecycle import DISPATCHING, NON_DISPATCHING, TERMINAL_STATES, TRANSITIONS, CallEvent, State
+from callsafe.model.lifecycle import DISPATCHING, NON_DISPATCHING, TRANSITIONS, CallEvent, State
 
-__all__ = ["has_dot", "lifecycle_diagram", "render", "system_diagram", "write_diagrams"]
-
-_FONT = "Helvetica"
-_STATE_FILL = {
-    State.ABSENT: "#f2f2f2",
-    State.COLLECTING: "#dbe9f6",
-    State.TERMINAL_CANDIDATE: "#fff2cc",
-    State.VALIDATED: "#fde4c8",
-    State.DISPATCHED: "#d5ecd4",
-    State.CANCELLED: "#f6d5d5",
-    State.FAILED: "#f6d5d5",
-}
-
-
-_TERMINALS = [s for s in State if s in TERMINAL_STATES]  # in table order: deterministic output
+__all__ = ["has_dot", "lifecycle_diagram", "render", "shared_stops", "system_diagram", "write_diagrams"]
 
 
 def has_dot() -> bool:
@@ -47,54 +52,99 @@ def has_dot() -> bool:
     return shutil.which("dot") is not None
 
 
-def _label(state: State) -> str:
-    return state.value.replace("_", "\n")
+def shared_stops() -> dict[State, list[CallEvent]]:
+    """The events that take *every* unfinished state to the same end state, by end state,
+    in table order: read from the table, so a stop that one state handled differently
+    would drop out of the group and be drawn on that state's own edges."""
+    out: dict[State, list[CallEvent]] = defaultdict(list)
+    for event in CallEvent:
+        results = {TRANSITIONS[state][event] for state in UNFINISHED}
+        if len(results) == 1:
+            (result,) = results
+            if isinstance(result, State) and result in NON_DISPATCHING:
+                out[result].append(event)
+    return dict(out)
+
+
+_LEGEND = (
+    '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2">'
+    '<TR><TD COLSPAN="4"><FONT POINT-SIZE="20"><B>callsafe: the lifecycle of one tool call</B></FONT>'
+    "  (generated from the transition table, model/lifecycle.py)</TD></TR>"
+    f'<TR><TD><FONT COLOR="{GREEN}"><B>green</B>: the one way to run</FONT></TD>'
+    f'<TD><FONT COLOR="{RED}"><B>red dashed</B>: ends without running</FONT></TD>'
+    f'<TD><FONT COLOR="{LOOP_BLUE}"><B>loop</B>: stays in the state</FONT></TD>'
+    "<TD><B>double circle</B>: no way out, late events are rejected</TD></TR>"
+    "</TABLE>>"
+)  # drawn at EDGE_FONT size (the graph's fontsize): the smallest text on the page
 
 
 def lifecycle_diagram(covered: Iterable[tuple[State, CallEvent]] | None = None) -> graphviz.Digraph:
-    """The lifecycle table as a state diagram. With ``covered``, edges a run exercised are
-    drawn solid and annotated with the count, and the others grey (a coverage map)."""
-    covered_set = set(covered) if covered is not None else None
+    """The lifecycle table as a state diagram on one page. With ``covered``, the coverage
+    map instead: every transition edge drawn, those a run exercised checked and the
+    others grey and dotted (see :func:`~callsafe.model.diagrams_coverage.coverage_heatmap`
+    for the version weighted by hit counts)."""
+    if covered is not None:
+        return coverage_heatmap(dict.fromkeys(covered, 1), counted=False)
+    stops = shared_stops()
+    grouped_out = {(event, target) for target, events in stops.items() for event in events}
     dot = graphviz.Digraph("lifecycle", comment="callsafe call lifecycle, generated from lifecycle.TRANSITIONS")
-    dot.attr(rankdir="LR", fontname=_FONT, fontsize="14", nodesep="0.5", ranksep="1.1", newrank="true", pad="0.4")
-    dot.attr("node", fontname=_FONT, fontsize="13", style="filled", penwidth="1.4")
-    dot.attr("edge", fontname=_FONT, fontsize="10", arrowsize="0.8")
-    dot.attr(label="callsafe: lifecycle of one tool call (generated from the transition table)", labelloc="t")
-    for state in State:
-        shape = "doublecircle" if state in TERMINAL_STATES else "circle"
-        dot.node(state.value, _label(state), shape=shape, fillcolor=_STATE_FILL[state], width="1.25", fixedsize="true")
-    with dot.subgraph(name="ends") as ends:
-        ends.attr(rank="same")
-        for state in _TERMINALS:
-            ends.node(state.value)
+    dot.attr(
+        rankdir="LR",
+        compound="true",
+        fontname=FONT,
+        fontsize=EDGE_FONT,
+        nodesep="0.6",
+        ranksep="0.9",
+        newrank="true",
+        pad="0.3",
+        label=_LEGEND,
+        labelloc="t",
+    )
+    dot.attr("node", fontname=FONT, fontsize=NODE_FONT, style="filled", penwidth="1.4")
+    dot.attr("edge", fontname=FONT, fontsize=EDGE_FONT, arrowsize="0.9")
+    with dot.subgraph(name="cluster_unfinished") as box:
+        box.attr(
+            label='unfinished: an edge "from any unfinished state" leaves each of these three',
+            margin="40",  # room for the self-loops and their labels above the states
+            fontsize=EDGE_FONT,
+            style="rounded,dashed",
+            color="#8a8a8a",
+            labeljust="l",
+            labelloc="b",  # below the box: above it, the label collides with the self-loops
+        )
+        add_state_nodes(dot, box)
 
-    grouped: dict[tuple[State, State], list[CallEvent]] = defaultdict(list)
+    edges: dict[tuple[State, State], list[CallEvent]] = defaultdict(list)
     for source, row in TRANSITIONS.items():
         for event, result in row.items():
-            if isinstance(result, State) and result is not source:
-                grouped[(source, result)].append(event)
-    for (source, target), events in sorted(grouped.items(), key=lambda kv: (kv[0][0].value, kv[0][1].value)):
-        names = [e.value for e in events]
-        label = "\n".join(names)
-        attrs: dict[str, str] = {}
-        if target in NON_DISPATCHING:
-            attrs.update(color="#b03030", fontcolor="#b03030", style="dashed")
+            if not isinstance(result, State):
+                continue
+            if source in UNFINISHED and (event, result) in grouped_out:
+                continue  # drawn once, from the box
+            edges[(source, result)].append(event)
+    # The forward path first (in table order), so dot ranks it left to right.
+    for (source, target), events in edges.items():
+        label = wrap_names([e.value for e in events], 26)
+        if source is target:
+            dot.edge(source.value, target.value, label=label, color=LOOP_BLUE, fontcolor=LOOP_BLUE)
+        elif target in NON_DISPATCHING:
+            dot.edge(source.value, target.value, label=label, color=RED, fontcolor=RED, style="dashed")
         elif target in DISPATCHING:
-            attrs.update(color="#2e7d32", fontcolor="#2e7d32", penwidth="2.2")
-        if covered_set is not None:
-            hit = [e for e in events if (source, e) in covered_set]
-            if not hit:
-                attrs.update(color="#bbbbbb", fontcolor="#999999", style="dotted")
-            label = "\n".join(f"{e.value}{' ✓' if (source, e) in covered_set else ''}" for e in events)
-        dot.edge(source.value, target.value, label=label, **attrs)
-    # Self-transitions that are real steps of the table (not ignored/rejected entries).
-    for source, row in TRANSITIONS.items():
-        loops = [e.value for e, r in row.items() if r is source]
-        if loops:
-            dot.edge(source.value, source.value, label="\n".join(loops), color="#4a6fa5", fontcolor="#4a6fa5")
-    for state in _TERMINALS:
-        dot.node(f"note_{state.value}", "no way out:\nlate events are\nrejected", shape="note", fontsize="9")
-        dot.edge(state.value, f"note_{state.value}", style="invis")
+            dot.edge(source.value, target.value, label=label, color=GREEN, fontcolor=GREEN, penwidth="2.6")
+        else:
+            dot.edge(source.value, target.value, label=label, penwidth="1.6")
+    anchor = UNFINISHED[-1].value  # an edge from the box is drawn from one of its nodes, clipped at the box
+    for target, events in stops.items():
+        dot.edge(
+            anchor,
+            target.value,
+            label="from any unfinished state:\n" + wrap_names([e.value for e in events], 30),
+            ltail="cluster_unfinished",
+            color=RED,
+            fontcolor=RED,
+            style="dashed",
+            penwidth="1.8",
+        )
     return dot
 
 
@@ -136,15 +186,23 @@ def system_diagram(exploration: Exploration, max_nodes: int = 80) -> graphviz.Di
     ids = {node: f"s{i}" for i, node in enumerate(g.nodes)}
     dot = graphviz.Digraph("system", comment="callsafe reachable states, generated from the model")
     cfg = exploration.config
+    key = ", ".join(f"{short} = {state.value}" for state, short in _ABBREV.items() if state is not State.ABSENT)
+    title = (
+        f"reachable states: {cfg.calls} call(s), {cfg.turns} turn(s), {cfg.fragments} fragment(s); "
+        f"controls: {', '.join(sorted(cfg.controls)) or 'none'}"
+    )
     dot.attr(
         rankdir="TB",
-        fontname=_FONT,
-        label=f"reachable states: {cfg.calls} call(s), {cfg.turns} turn(s), {cfg.fragments} fragment(s); "
-        f"controls: {', '.join(sorted(cfg.controls)) or 'none'}",
+        fontname=FONT,
+        fontsize=EDGE_FONT,
+        label=f"<<B>{escape(title)}</B><BR/>c0 = call 0, t0 = turn 0, - = not opened, 1f = one fragment received"
+        f"<BR/>{escape(key)}>",
         labelloc="t",
+        nodesep="0.12",
+        ranksep="0.4",
     )
-    dot.attr("node", fontname=_FONT, fontsize="10", shape="box", style="rounded,filled", fillcolor="#f7f7f7")
-    dot.attr("edge", fontname=_FONT, fontsize="9")
+    dot.attr("node", fontname=FONT, fontsize="13", shape="box", style="rounded,filled", fillcolor="#f7f7f7")
+    dot.attr("edge", fontname=FONT, fontsize="12")
     for node in g.nodes:
         fill = "#f7f7f7"
         if any(c.state is State.DISPATCHED for c in node.calls):
@@ -178,8 +236,11 @@ def render(dot: graphviz.Digraph, out_dir: Path, name: str, formats: Iterable[st
 
 
 def write_diagrams(out_dir: Path, small: Exploration, formats: Iterable[str] = ("svg",)) -> list[Path]:
-    """The design-review set: the lifecycle and the system graph of a small configuration."""
+    """The design-review set the model draws alone: ``lifecycle``, ``system-rules`` and
+    ``system`` (the reachable states of ``small``)."""
     formats = tuple(formats)
-    return render(lifecycle_diagram(), out_dir, "lifecycle", formats) + render(
-        system_diagram(small), out_dir, "system", formats
-    )
+    return [
+        *render(lifecycle_diagram(), out_dir, "lifecycle", formats),
+        *render(system_rules_diagram(), out_dir, "system-rules", formats),
+        *render(system_diagram(small), out_dir, "system", formats),
+    ]

@@ -8,7 +8,8 @@ system. It holds:
   operator control, a restart) reaches many calls, and the lifecycle event each receives;
 * the guards (:func:`classify_open`, :func:`classify_fragment`, :func:`classify_terminal`,
   :func:`classify_dispatch`), pure functions of booleans and counts, shared by the
-  executable semantics below and by the state-graph explorer;
+  executable semantics below and by the state-graph explorer; :data:`GUARDS` states them
+  as data (the facts each checks, the events each can return) for the system-rules diagram;
 * :class:`SystemState` and :class:`Semantics`, the executable model of one trace: it
   applies events one by one, runs the internal steps (parse, validate, dispatch) eagerly,
   and records what a correct implementation must do. The oracle reads its result.
@@ -16,7 +17,7 @@ system. It holds:
 What is durable (survives :class:`~callsafe.model.vocabulary.Restart`): the turn table,
 the terminal event ids, every call that reached a terminal state, the quarantined
 responses, the disabled tools, the catalog. What is not: buffers of unfinished calls,
-which fail on restart rather than come back as candidates.
+which fail on restart rather than come back as candidates (:data:`RESTART_KEEPS`).
 """
 
 from __future__ import annotations
@@ -64,8 +65,11 @@ E = CallEvent
 
 __all__ = [
     "BROADCASTS",
+    "GUARDS",
+    "RESTART_KEEPS",
     "Broadcast",
     "CallRecord",
+    "Guard",
     "ParseFailure",
     "Semantics",
     "SystemState",
@@ -132,15 +136,37 @@ class CallRecord:
 # --------------------------------------------------------------------------------------
 
 
+# The facts the guards below check. A broadcast that stops calls also makes one of them
+# false for whatever arrives later (``Broadcast.breaks``), which is why nothing revives
+# what it stopped; the system-rules diagram draws that link from these names.
+TURN_LIVE: Final = "turn is live and current"
+RESPONSE_OPEN: Final = "response has not ended"
+NOT_QUARANTINED: Final = "response is not quarantined"
+TOOL_AS_VALIDATED: Final = "tool enabled, declared as when validated"
+NEW_POSITION: Final = "position not received before"
+WITHIN_CAPS: Final = "within the call and turn byte caps"
+NEW_TERMINAL_ID: Final = "terminal event id not seen before"
+COMPLETED: Final = "stop reason is completed"
+PERMITTED: Final = "actor may use the tool"
+CONFIRMED_IF_NEEDED: Final = "confirmed, if the tool needs it"
+
+
 @dataclass(frozen=True)
 class Broadcast:
     """When ``event_type`` arrives, every call for which ``selects`` holds receives
-    ``call_event``; ``why`` becomes the reason recorded for calls it stops."""
+    ``call_event``; ``why`` becomes the reason recorded for calls it stops.
+
+    The rest is for people (the system-rules diagram): ``who`` sends the input,
+    ``reaches`` says in words which calls ``selects`` picks, and ``breaks`` names the
+    guard facts that no longer hold afterwards for the turn, response or tool it names."""
 
     event_type: type[Event]
     call_event: CallEvent
     selects: Callable[[Any, CallRecord, SystemState], bool]
     why: str
+    who: str
+    reaches: str
+    breaks: tuple[str, ...] = ()
 
 
 def _same_turn(ev: Any, call: CallRecord, _s: SystemState) -> bool:
@@ -159,22 +185,86 @@ def _older_turn_same_conversation(ev: Any, call: CallRecord, s: SystemState) -> 
 
 
 BROADCASTS: Final[tuple[Broadcast, ...]] = (
-    Broadcast(CancelTurn, E.CANCEL, _same_turn, "cancelled by the user"),
-    Broadcast(TurnStarted, E.SUPERSEDE, _older_turn_same_conversation, "superseded by a new turn"),
-    Broadcast(Disconnect, E.DISCONNECT, _same_response, "connection lost"),
-    Broadcast(ResponseTerminal, E.RESPONSE_ENDED, _same_response, "response ended before the call's terminal event"),
+    Broadcast(
+        CancelTurn,
+        E.CANCEL,
+        _same_turn,
+        "cancelled by the user",
+        who="user",
+        reaches="unfinished calls of that turn",
+        breaks=(TURN_LIVE,),
+    ),
+    Broadcast(
+        TurnStarted,
+        E.SUPERSEDE,
+        _older_turn_same_conversation,
+        "superseded by a new turn",
+        who="user",
+        reaches="unfinished calls of older turns\nin that tenant's conversation",
+        breaks=(TURN_LIVE,),
+    ),
+    Broadcast(
+        Disconnect,
+        E.DISCONNECT,
+        _same_response,
+        "connection lost",
+        who="stream",
+        reaches="unfinished calls of that response",
+        breaks=(RESPONSE_OPEN,),
+    ),
+    Broadcast(
+        ResponseTerminal,
+        E.RESPONSE_ENDED,
+        _same_response,
+        "response ended before the call's terminal event",
+        who="stream",
+        reaches="unfinished calls of that response",
+        breaks=(RESPONSE_OPEN,),
+    ),
     Broadcast(
         QuarantineResponse,
         E.QUARANTINE,
         lambda ev, c, s: bool(c.key.response == ev.response),
         "response quarantined by an operator",
+        who="operator",
+        reaches="unfinished calls of that response",
+        breaks=(NOT_QUARANTINED,),
     ),
-    Broadcast(DisableTool, E.DISABLE_TOOL, lambda ev, c, s: bool(c.tool == ev.tool), "tool disabled by an operator"),
     Broadcast(
-        StopTenant, E.STOP_TENANT, lambda ev, c, s: bool(c.key.tenant == ev.tenant), "tenant stopped by an operator"
+        DisableTool,
+        E.DISABLE_TOOL,
+        lambda ev, c, s: bool(c.tool == ev.tool),
+        "tool disabled by an operator",
+        who="operator",
+        reaches="unfinished calls of that tool",
+        breaks=(TOOL_AS_VALIDATED,),
     ),
-    Broadcast(ToolChanged, E.CATALOG_CHANGE, lambda ev, c, s: bool(c.tool == ev.tool), "tool changed mid-release"),
-    Broadcast(Restart, E.RESTART, lambda ev, c, s: True, "interrupted by a restart"),
+    Broadcast(
+        StopTenant,
+        E.STOP_TENANT,
+        lambda ev, c, s: bool(c.key.tenant == ev.tenant),
+        "tenant stopped by an operator",
+        who="operator",
+        reaches="unfinished calls of that tenant",
+        breaks=(TURN_LIVE,),
+    ),
+    Broadcast(
+        ToolChanged,
+        E.CATALOG_CHANGE,
+        lambda ev, c, s: bool(c.tool == ev.tool),
+        "tool changed mid-release",
+        who="application",
+        reaches="unfinished calls of that tool",
+        breaks=(TOOL_AS_VALIDATED,),
+    ),
+    Broadcast(
+        Restart,
+        E.RESTART,
+        lambda ev, c, s: True,
+        "interrupted by a restart",
+        who="process",
+        reaches="every unfinished call\n(buffers are not durable)",
+    ),
 )
 
 
@@ -228,6 +318,73 @@ def classify_dispatch(
     if needs_confirmation and not confirmed:
         return E.AWAIT_CONFIRMATION
     return E.DISPATCH
+
+
+@dataclass(frozen=True)
+class Guard:
+    """One decision of the system rules: from plain facts about an input (``checks``) to
+    the lifecycle event one call receives (one of ``outcomes``). ``at`` is the state the
+    call is normally in when the guard runs: the diagram shows where each outcome leads
+    from there, read from the lifecycle table."""
+
+    name: str
+    when: str
+    function: Callable[..., CallEvent]
+    checks: tuple[str, ...]
+    outcomes: tuple[CallEvent, ...]
+    at: State
+
+
+GUARDS: Final[tuple[Guard, ...]] = (
+    Guard(
+        "open",
+        "call_opened",
+        classify_open,
+        (TURN_LIVE, RESPONSE_OPEN, NOT_QUARANTINED),
+        (E.OPEN, E.OPEN_BLOCKED),
+        State.ABSENT,
+    ),
+    Guard(
+        "fragment",
+        "fragment",
+        classify_fragment,
+        (NEW_POSITION, WITHIN_CAPS),
+        (E.FRAGMENT, E.FRAGMENT_REPEAT, E.FRAGMENT_CONFLICT, E.OVER_LIMIT),
+        State.COLLECTING,
+    ),
+    Guard(
+        "terminal",
+        "call_terminal",
+        classify_terminal,
+        (NEW_TERMINAL_ID, COMPLETED),
+        (E.TERMINAL_COMPLETED, E.TERMINAL_STOPPED, E.TERMINAL_REPEAT),
+        State.COLLECTING,
+    ),
+    Guard(
+        "dispatch",
+        "validation passed, or confirm",
+        classify_dispatch,
+        (PERMITTED, TURN_LIVE, NOT_QUARANTINED, TOOL_AS_VALIDATED, CONFIRMED_IF_NEEDED),
+        (E.DISPATCH, E.AWAIT_CONFIRMATION, E.DISPATCH_BLOCKED),
+        State.VALIDATED,
+    ),
+)
+
+# What a restart keeps, per field of SystemState (the model keeps all of it; unfinished
+# calls were failed by the restart broadcast before). A new field must say whether it is
+# durable: tests/test_render.py compares these keys with the fields.
+RESTART_KEEPS: Final[dict[str, str]] = {
+    "tools": "the tool catalog as it stands",
+    "limits": "the byte caps",
+    "turns": "every turn's binding (actor, tenant) and status",
+    "current": "the current turn of each conversation",
+    "calls": "every call that ended, and how",
+    "turn_bytes": "bytes received per turn",
+    "terminal_ids": "terminal event ids already seen",
+    "quarantined": "quarantined responses",
+    "disabled_tools": "disabled tools",
+    "ended_responses": "responses that ended",
+}
 
 
 # --------------------------------------------------------------------------------------

@@ -166,6 +166,27 @@ def render_review() -> str:
         "the non-dispatching ends (`cancelled`, `failed`), the green edge to `dispatched`; terminal states have no",
         "way out, and late events for them are rejected.",
         "",
+        "## The system rules",
+        "",
+        "![The system rules: which input reaches which calls, and what it leaves behind](system-rules.svg)",
+        "",
+        "Generated from `model/system.py` (`BROADCASTS`, `GUARDS`, `RESTART_KEEPS`; `docs/system-rules.dot` is checked",
+        "against it). Left, every input that reaches many calls (from the user, the stream, an operator, the",
+        "application, the process): which calls it reaches and where the lifecycle table takes them. Middle, the fact",
+        "it leaves false for that turn, response or tool; right, the guard rows that check that fact, which is why a",
+        "late event never revives a stopped call. Turn ownership and what a restart keeps have cards of their own.",
+        "",
+        "## Diagrams for a design document",
+        "",
+        "`callsafe render --out DIR --png` writes the two pictures above, and the reachable states of a small",
+        "configuration (`system`), as DOT, SVG and PNG. Given a certification report (`--report REPORT.json`) it adds",
+        "the coverage heat map (`coverage-heatmap`: the lifecycle with each transition shaded by how many traces took",
+        "it; untaken ones grey and dashed) and one sequence diagram per counterexample (`sequences/inv-turn-1` and so",
+        "on: harness, target and executor, a forbidden execution in red, the model's account underneath). `make",
+        "certify` writes them all to `reports/reference/diagrams/`. The reference implementation has no",
+        "counterexample; a mutant has some: `callsafe certify callsafe.targets.mutants:no_turn_check --report R`,",
+        "then `callsafe render --out R/diagrams --report R/report.json --png`.",
+        "",
         "## Summary",
         "",
         "| id | kind | meaning |",
@@ -219,7 +240,8 @@ def test_every_invariant_has_a_section(review: str) -> None:
         assert inv.id in sections, inv.id
         assert inv.spec in sections[inv.id] and inv.title[1:] in sections[inv.id], inv.id
         assert len(_json_blocks(sections[inv.id])) == 1, inv.id
-    assert "(lifecycle.svg)" in review and (REVIEW.parent / "lifecycle.svg").exists()
+    for picture in ("lifecycle.svg", "system-rules.svg"):
+        assert f"({picture})" in review and (REVIEW.parent / picture).exists(), picture
 
 
 @pytest.mark.parametrize("inv", [i.id for i in INVARIANTS])
