@@ -94,6 +94,18 @@ class PostgresStore(SqlStore):
                 # stream): rolled back, and the store's typed error, without the value
                 raise StoreError(f"transaction failed: a value cannot be stored ({type(exc).__name__})") from None
 
+    @contextmanager
+    def _read_snapshot(self) -> Iterator[None]:
+        """REPEATABLE READ, read only: every query sees the snapshot of the first one (a
+        read-only transaction never fails to serialise, so there is nothing to retry)."""
+        with self._lock:
+            try:
+                with self._conn.transaction():
+                    self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    yield
+            except psycopg.Error as exc:
+                raise StoreError(f"read transaction failed: {type(exc).__name__}: {exc}") from exc
+
     def _retrying(self, work: Any) -> Any:
         for attempt in range(_RETRIES):
             try:

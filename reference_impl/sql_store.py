@@ -218,6 +218,15 @@ class SqlStore(ABC):
         """One transaction (committed on success, rolled back on error) writing ``facts``;
         None for the dispatch claim."""
 
+    @abstractmethod
+    def _read_snapshot(self) -> AbstractContextManager[None]:
+        """One read-only transaction in which every query sees the same committed state.
+
+        Why: :meth:`load` reads nine tables; read one by one, a replica that binds a turn
+        between two of the reads gives a snapshot whose current turn has no row in
+        ``turns`` (found by the durable-decisions benchmark with two PostgreSQL replicas:
+        the loading core then failed on the next ``TurnStarted``)."""
+
     # -- writing -----------------------------------------------------------------
 
     def apply(self, facts: Sequence[Fact], at: float) -> None:
@@ -277,6 +286,10 @@ class SqlStore(ABC):
     # -- reading -----------------------------------------------------------------
 
     def load(self) -> Snapshot:
+        with self._read_snapshot():
+            return self._load()
+
+    def _load(self) -> Snapshot:
         snap = Snapshot()
         q = self._query
         for turn, actor, tenant, conversation, traceparent, status, nbytes, shown, stopped, executed in q(

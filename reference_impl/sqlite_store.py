@@ -104,6 +104,20 @@ class SqliteStore(SqlStore):
                 self._conn.execute("ROLLBACK")
                 raise StoreError(f"commit failed: {exc}") from exc
 
+    @contextmanager
+    def _read_snapshot(self) -> Iterator[None]:
+        """A deferred transaction: in WAL mode its first read fixes the snapshot every later
+        read sees, and writers on other connections go on meanwhile."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN DEFERRED")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot begin a read transaction: {exc}") from exc
+            try:
+                yield
+            finally:
+                self._conn.execute("COMMIT")
+
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         try:
             return self._conn.execute(sql, tuple(params)).rowcount
