@@ -8,6 +8,8 @@ Modules, from the inside out:
   inputs, repeats, reassembly by position);
 * :mod:`~callsafe.reference_impl.effects`: what the core asks for (effects, durable facts);
 * :mod:`~callsafe.reference_impl.core`: the sans-IO core, ``Core.receive(event) -> effects``;
+* :mod:`~callsafe.reference_impl.schema_check`: the core's schema check (a compiled validator
+  that may only say "valid", jsonschema for everything else);
 * :mod:`~callsafe.reference_impl.store`: the store contract and the restart snapshot;
   :mod:`~callsafe.reference_impl.memory_store`, :mod:`~callsafe.reference_impl.sqlite_store`,
   :mod:`~callsafe.reference_impl.postgres_store` (over :mod:`~callsafe.reference_impl.sql_store`);

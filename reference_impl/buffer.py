@@ -31,7 +31,8 @@ bytes. Each byte is scanned at most once, by ``re`` in C.
 from __future__ import annotations
 
 import hashlib
-import sys
+import math
+from typing import Final
 
 from callsafe.reference_impl.scanner import SyntaxScanner
 
@@ -39,7 +40,10 @@ __all__ = ["DEFAULT_SCAN_EVERY", "ArgumentBuffer"]
 
 DEFAULT_SCAN_EVERY = 512
 _NOT_SEEN = (False, False)
-_ANY_MAY_BE_SEEN = sys.maxsize  # ``fresh_from`` while positions wait beyond a gap
+# ``fresh_from`` while positions wait beyond a gap: above every position. Not an int
+# (``sys.maxsize`` was one, and a stream may send that position: a conflicting repeat of
+# it went unseen).
+_ANY_MAY_BE_SEEN: Final = math.inf
 
 
 _DIGEST_CHUNK = 1 << 16  # characters encoded at a time for a long text
@@ -75,7 +79,7 @@ class ArgumentBuffer:
     def __init__(self, scan_every: int = DEFAULT_SCAN_EVERY) -> None:
         self._parts: list[str] = []  # positions 0..len-1, text (or digest once doomed)
         self._pending: dict[int, str] = {}  # positions beyond a gap
-        self._scanner = SyntaxScanner()
+        self._scanner: SyntaxScanner | None = None
         self._scanned = 0  # parts [0, _scanned) have been fed to the scanner
         self._unscanned = 0  # characters in parts [_scanned, len)
         self._scan_every = scan_every
@@ -85,7 +89,7 @@ class ArgumentBuffer:
         # number of positions in order while none waits beyond a gap, else never. Lets
         # the core skip the repeat check for the common in-order fragment with one
         # attribute read instead of a method call.
-        self.fresh_from = 0
+        self.fresh_from: float = 0
 
     @property
     def count(self) -> int:
@@ -111,6 +115,14 @@ class ArgumentBuffer:
 
     def add(self, position: int, text: str) -> None:
         """Store a new position (the caller checked that it is new and within the caps)."""
+        if position == self.fresh_from and not self._digests:
+            # the common case: the next position, in order, nothing waiting beyond a gap
+            self._parts.append(text)
+            self.fresh_from = position + 1
+            unscanned = self._unscanned = self._unscanned + len(text)
+            if unscanned >= self._scan_every:
+                self._scan()
+            return
         if self._digests:
             text = _digest(text)
         parts = self._parts
@@ -134,7 +146,10 @@ class ArgumentBuffer:
         chunk = "".join(parts[self._scanned :])
         self._scanned = len(parts)
         self._unscanned = 0
-        error = self._scanner.feed(chunk)
+        scanner = self._scanner
+        if scanner is None:  # made on the first scan: a small call never scans before its parse
+            scanner = self._scanner = SyntaxScanner()
+        error = scanner.feed(chunk)
         if error is not None:
             self.doomed = error
             self._to_digests()

@@ -14,9 +14,11 @@ means comes from the model's guards (``classify_open``, ``classify_fragment``,
 ``classify_terminal``, ``classify_dispatch``), from its broadcast rules (``BROADCASTS``:
 whom a cancel, a new turn or an operator control reaches) and from its definition of a
 live turn (``SystemState.turn_live``); the rules and ``turn_live`` read this core's own
-``turns`` and ``current``, which have the model's shapes for that reason. Parsing and
-schema checks are the model's ``strict_parse`` and ``schema_errors``. What is written
-here is bookkeeping: buffers, byte counts, durability, the ledger and the status. The few
+``turns`` and ``current``, which have the model's shapes for that reason. Parsing is the
+model's ``strict_parse``; schema checks answer what the model's ``schema_errors`` answers
+(:mod:`~callsafe.reference_impl.schema_check`: a compiled validator may only say "valid",
+and only where it is known to be no looser than jsonschema). What is written here is
+bookkeeping: buffers, byte counts, durability, the ledger and the status. The few
 lines that mirror a model handler (a new turn becomes its conversation's current turn and
 supersedes the previous one; a tenant stop closes the tenant's live turns) are held to
 the model by the conformance tests, which run every trace through both.
@@ -42,8 +44,6 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Final, cast
 
-import jsonschema
-
 from callsafe.model.lifecycle import TERMINAL_STATES, TRANSITIONS, CallEvent, Rejected, State
 from callsafe.model.system import (
     BROADCASTS,
@@ -54,7 +54,6 @@ from callsafe.model.system import (
     classify_fragment,
     classify_open,
     classify_terminal,
-    schema_errors,
     strict_parse,
     utf8_len,
 )
@@ -106,6 +105,7 @@ from callsafe.reference_impl.effects import (
 )
 from callsafe.reference_impl.errors import ModelDriftError, UnsupportedEvent
 from callsafe.reference_impl.redaction import copy_json, redact_schema_problem
+from callsafe.reference_impl.schema_check import SchemaCheck
 from callsafe.reference_impl.store import ClaimResult, Ident, Snapshot, ident_of
 
 __all__ = ["CallView", "Core", "TurnState"]
@@ -124,6 +124,12 @@ if any(isinstance(o, State) and o is not s for s in TERMINAL_STATES for o in TRA
     raise ModelDriftError("the lifecycle table lets a terminal state change; the core keeps no buffer for those")
 
 _NOTHING: Final[tuple[Effect, ...]] = ()
+# What the per-fragment path compares with, as module constants (one global read each).
+_FRAGMENT: Final = CallEvent.FRAGMENT
+_COLLECTING: Final = State.COLLECTING
+# A state's ledger word, read from a dict: ``State.value`` is a descriptor call (enum's
+# ``property``) that costs more than the lookup.
+_DECISION: Final = {state: state.value for state in State}
 
 # Which status a stop offers the user: an operator or product hold hands off to a person;
 # everything else (the user's own cancel, a dropped stream, a bad or truncated answer, a
@@ -198,34 +204,6 @@ class CallView:
     doomed: str | None
 
 
-class _SchemaCheck:
-    """``schema_errors`` of the model, with the validator built once per declaration.
-
-    The model's :func:`~callsafe.model.system.schema_errors` builds a jsonschema validator
-    for every call (most of its cost) and reports the best error. A validator's
-    ``is_valid`` is, by jsonschema's definition, "``iter_errors`` yields nothing", so a
-    cached validator that says valid means ``schema_errors`` would return None; only an
-    invalid call pays for the model's own message. Keyed by the declaration object (held,
-    so its id cannot be reused), bounded by the number of declarations ever seen, which
-    changes only with the catalog."""
-
-    __slots__ = ("_cache",)
-
-    def __init__(self) -> None:
-        self._cache: dict[int, tuple[ToolSpec, Any]] = {}
-
-    def __call__(self, spec: ToolSpec, arguments: Any) -> str | None:
-        entry = self._cache.get(id(spec))
-        if entry is None or entry[0] is not spec:
-            if len(self._cache) > 256:
-                self._cache.clear()
-            entry = (spec, jsonschema.validators.validator_for(spec.schema)(spec.schema))
-            self._cache[id(spec)] = entry
-        if entry[1].is_valid(arguments):
-            return None
-        return schema_errors(spec, arguments)
-
-
 def _rules_for(event_type: type[Event]) -> tuple[Broadcast, ...]:
     return tuple(rule for rule in BROADCASTS if issubclass(event_type, rule.event_type))
 
@@ -258,11 +236,10 @@ class Core:
         self._disabled: set[str] = set()
         self._rules: dict[type[Event], tuple[Broadcast, ...]] = {}
         self._unknown_outcomes: list[CallKey] = []
-        self._schema_errors = _SchemaCheck()
+        self._schema_errors = SchemaCheck()
         self._handlers: dict[type[Event], Callable[[Any], Sequence[Effect]]] = {
             TurnStarted: self._on_turn_started,
             CallOpened: self._on_call_opened,
-            Fragment: self._on_fragment,
             TextFragment: self._on_text_fragment,
             CallTerminal: self._on_call_terminal,
             ResponseTerminal: self._on_response_terminal,
@@ -300,13 +277,57 @@ class Core:
         return effects
 
     def receive(self, event: Event) -> Sequence[Effect]:
-        """Apply one input event; the effects to perform, in order."""
-        if type(event) is Fragment:  # nearly every event is one: no handler lookup
-            return self._on_fragment(event)
-        handler = self._handlers.get(type(event))
-        if handler is None:
-            raise UnsupportedEvent(f"no rule for a {event.kind!r} event (replays are expanded before delivery)")
-        return handler(event)
+        """Apply one input event; the effects to perform, in order.
+
+        Nearly every event is an argument fragment, so its path is written out here (no
+        handler lookup, no second call): one dict lookup for the turn, one for the call,
+        the guard and the state the table gives a fragment (kept on the call); the bytes go
+        into the call's own buffer and nowhere else. Everything else is a handler."""
+        if type(event) is not Fragment:
+            handler = self._handlers.get(type(event))
+            if handler is None:
+                raise UnsupportedEvent(f"no rule for a {event.kind!r} event (replays are expanded before delivery)")
+            return handler(event)
+        turn = self.turns.get(event.turn)
+        if turn is None:
+            return self._unknown_turn("fragment", event.turn)
+        ident = (event.turn, event.response, event.item, event.call)
+        text = event.text
+        position = event.position
+        limits = self.limits
+        # A character is at least one byte, so a fragment with more characters than the
+        # per-call cap is over it whatever its encoding: it is never encoded (a copy the
+        # size of whatever a hostile stream sends), and its classification is the same.
+        size = len(text) if text.isascii() or len(text) > limits.call_bytes else utf8_len(text)
+        call = self._active.get(ident)
+        if call is None:
+            return self._fragment_without_call(turn, ident, position, size)
+        call_bytes = call.bytes + size
+        turn_bytes = turn.bytes + size
+        buffer = call.buffer
+        if position >= buffer.fresh_from:
+            # A position at or past the buffer's ``fresh_from`` cannot have been received
+            # (and a negative one never gets here): the guard's answer for a new position
+            # within both caps is a plain fragment, which skips calling it (checked against
+            # classify_fragment in tests/test_reference_hot_path.py).
+            if call_bytes <= limits.call_bytes and turn_bytes <= limits.turn_bytes:
+                call_event = _FRAGMENT
+            else:
+                call_event = classify_fragment(False, False, call_bytes, turn_bytes, limits)
+        else:
+            same, different = buffer.seen(position, text)
+            call_event = classify_fragment(same, different, call_bytes, turn_bytes, limits)
+            if position < 0:
+                call_event = E.FRAGMENT_CONFLICT
+        if call_event is _FRAGMENT and call.on_fragment is _COLLECTING:
+            buffer.add(position, text)
+            fragments = call.fragments = call.fragments + 1
+            call.bytes = call_bytes
+            turn.bytes = turn_bytes
+            return (RecordProgress(turn.turn, turn_bytes, call.key, fragments, call_bytes),)
+        effects: list[Effect] = []
+        self._fire(call, call_event, _FRAGMENT_WHY.get(call_event, ""), effects)
+        return effects
 
     def business_result(self, key: CallKey, problem: str | None) -> Sequence[Effect]:
         """The business validator's answer for ``key`` (None: the call passes)."""
@@ -459,7 +480,7 @@ class Core:
         self._decided[call.ident] = call.state
         call.buffer.drop()
         call.arguments = None
-        entry = self._entry(call, call.state.value)
+        entry = self._entry(call, _DECISION[call.state])
         turn = self.turns.get(call.key.turn)
         if call.state is S.DISPATCHED:
             if report:
@@ -575,48 +596,16 @@ class Core:
         self._show(turn, "preparing", effects)
         return effects
 
-    def _on_fragment(self, ev: Fragment) -> Sequence[Effect]:
-        # The hot path: one dict lookup for the turn, one for the call, the model's guard
-        # and the state the table gives a fragment (kept on the call); the bytes go into
-        # the call's own buffer and nowhere else. A position at or past the buffer's
-        # ``fresh_from`` cannot have been received, so the common in-order fragment skips
-        # the repeat check (and a negative position never takes that branch).
-        turn = self.turns.get(ev.turn)
-        if turn is None:
-            return self._unknown_turn("fragment", ev.turn)
-        ident = (ev.turn, ev.response, ev.item, ev.call)
-        text = ev.text
-        position = ev.position
-        # A character is at least one byte, so a fragment with more characters than the
-        # per-call cap is over it whatever its encoding: it is never encoded (a copy the
-        # size of whatever a hostile stream sends), and its classification is the same.
-        size = len(text) if text.isascii() or len(text) > self.limits.call_bytes else utf8_len(text)
-        call = self._active.get(ident)
-        if call is None:
-            state = self._decided.get(ident)
-            if state is not None:
-                return self._late(CallKey(turn.tenant, *ident), state, E.FRAGMENT)
-            event = classify_fragment(False, False, size, turn.bytes + size, self.limits)
-            if position < 0:
-                event = E.FRAGMENT_CONFLICT
-            return self._absent(turn, ident, None, event, "fragment for a call that was never opened", None)
-        buffer = call.buffer
-        if position >= buffer.fresh_from:
-            event = classify_fragment(False, False, call.bytes + size, turn.bytes + size, self.limits)
-        else:
-            same, different = buffer.seen(position, text)
-            event = classify_fragment(same, different, call.bytes + size, turn.bytes + size, self.limits)
-            if position < 0:
-                event = E.FRAGMENT_CONFLICT
-        if event is E.FRAGMENT and call.on_fragment is S.COLLECTING:
-            buffer.add(position, text)
-            call.fragments += 1
-            call.bytes += size
-            turn.bytes += size
-            return (RecordProgress(turn.turn, turn.bytes, call.key, call.fragments, call.bytes),)
-        effects: list[Effect] = []
-        self._fire(call, event, _FRAGMENT_WHY.get(event, ""), effects)
-        return effects
+    def _fragment_without_call(self, turn: TurnState, ident: Ident, position: int, size: int) -> Sequence[Effect]:
+        """A fragment for a call that is not in active assembly: late for a decided call,
+        or one that was never opened."""
+        state = self._decided.get(ident)
+        if state is not None:
+            return self._late(CallKey(turn.tenant, *ident), state, E.FRAGMENT)
+        event = classify_fragment(False, False, size, turn.bytes + size, self.limits)
+        if position < 0:
+            event = E.FRAGMENT_CONFLICT
+        return self._absent(turn, ident, None, event, "fragment for a call that was never opened", None)
 
     def _on_text_fragment(self, ev: TextFragment) -> Sequence[Effect]:
         """Assistant text is the application's to show; it never touches an argument

@@ -83,6 +83,18 @@ class Driver:
         self._observe = observe
         self._step = step
         self._clock = clock
+        # Outward effects and questions by exact type: one dict lookup per effect instead
+        # of a chain of isinstance checks (the core makes only these types).
+        self._performers: dict[type[Effect], Callable[[Any], None]] = {
+            Ledger: self._report_ledger,
+            Status: self._show_status,
+            Log: self._log,
+            ValidateBusiness: self._validate_business,
+            Claim: self._claim,
+            Dispatch: self._dispatch,
+            RequestConfirmation: self._request_confirmation,
+            Audit: self._report_audit,
+        }
 
     def run(self, effects: Sequence[Effect]) -> None:
         """Perform ``effects``: each stretch between two cuts (see the module docstring)
@@ -126,39 +138,41 @@ class Driver:
         return RecordOutcome(effect.key, "returned")
 
     def _perform(self, effect: Effect) -> None:
-        observe = self._observe
-        if isinstance(effect, Ledger):
-            e = effect.entry
-            observe(
-                LedgerRow(
-                    self._step(),
-                    e.key,
-                    e.fragments,
-                    e.terminal_reason,
-                    e.parse,
-                    e.validation,
-                    e.decision,
-                    e.traceparent,
-                )
-            )
-        elif isinstance(effect, Status):
-            observe(StatusShown(self._step(), effect.turn, effect.status))
-        elif isinstance(effect, Log):
-            observe(LogLine(self._step(), effect.text))
-        elif isinstance(effect, ValidateBusiness):
-            try:
-                problem = self._validator(effect.key, effect.tool, effect.arguments)
-            except Exception as exc:  # a failing validator fails the call, safely
-                problem = f"business validator raised {type(exc).__name__}"
-            self.run(self.core.business_result(effect.key, problem))
-        elif isinstance(effect, Claim):
-            result = self.store.claim(effect.key, effect.tool, effect.entry, self._clock())
-            self.run(self.core.claim_result(effect.key, result))
-        elif isinstance(effect, Dispatch):
-            self.store.apply((self._execute(effect),), self._clock())
-        elif isinstance(effect, RequestConfirmation):
-            observe(ConfirmationRequested(self._step(), effect.key, effect.tool))
-        elif isinstance(effect, Audit):
-            observe(AuditRow(self._step(), effect.action, effect.reason, effect.keys))
-        else:  # pragma: no cover - every effect type is handled above
+        performer = self._performers.get(type(effect))
+        if performer is None:  # pragma: no cover - every effect type the core makes is listed
             raise TypeError(f"unknown effect {type(effect).__name__}")
+        performer(effect)
+
+    def _report_ledger(self, effect: Ledger) -> None:
+        e = effect.entry
+        self._observe(
+            LedgerRow(
+                self._step(), e.key, e.fragments, e.terminal_reason, e.parse, e.validation, e.decision, e.traceparent
+            )
+        )
+
+    def _show_status(self, effect: Status) -> None:
+        self._observe(StatusShown(self._step(), effect.turn, effect.status))
+
+    def _log(self, effect: Log) -> None:
+        self._observe(LogLine(self._step(), effect.text))
+
+    def _validate_business(self, effect: ValidateBusiness) -> None:
+        try:
+            problem = self._validator(effect.key, effect.tool, effect.arguments)
+        except Exception as exc:  # a failing validator fails the call, safely
+            problem = f"business validator raised {type(exc).__name__}"
+        self.run(self.core.business_result(effect.key, problem))
+
+    def _claim(self, effect: Claim) -> None:
+        result = self.store.claim(effect.key, effect.tool, effect.entry, self._clock())
+        self.run(self.core.claim_result(effect.key, result))
+
+    def _dispatch(self, effect: Dispatch) -> None:
+        self.store.apply((self._execute(effect),), self._clock())
+
+    def _request_confirmation(self, effect: RequestConfirmation) -> None:
+        self._observe(ConfirmationRequested(self._step(), effect.key, effect.tool))
+
+    def _report_audit(self, effect: Audit) -> None:
+        self._observe(AuditRow(self._step(), effect.action, effect.reason, effect.keys))

@@ -1,7 +1,7 @@
 """What the sans-IO core asks the world to do: effects, and the durable facts among them.
 
 Why effects: the core (:mod:`callsafe.reference_impl.core`) decides; it never performs
-I/O. Everything that touches the world is a small frozen value returned from
+I/O. Everything that touches the world is a small value returned from
 ``receive``, performed in order by a driver (:mod:`callsafe.reference_impl.driver`):
 
 * :class:`Fact` subclasses are **durable**: the driver writes every fact between two
@@ -15,7 +15,12 @@ I/O. Everything that touches the world is a small frozen value returned from
 * the rest are outward: run a tool, ask for confirmation, show a status, report a ledger
   or audit row, log a line.
 
-Effects are frozen (one exception on the per-fragment path, :class:`RecordProgress`).
+Effects are values: the core builds each one and never touches it again, and neither does
+a driver or a store. They are not ``frozen`` dataclasses because, on CPython 3.11, a frozen
+dataclass pays an ``object.__setattr__`` call per field when it is built (about four
+times the cost of a plain one): a small call makes a dozen effects, and freezing them cost
+about a tenth of what the core spends on such a call. :class:`LedgerEntry`, the one value a
+store keeps and hands back to readers, is a ``NamedTuple``: immutable, and cheap to build.
 No effect other than :class:`ValidateBusiness`, :class:`RequestConfirmation` and
 :class:`Dispatch` carries argument values, and each of those carries an object no one
 else holds: a copy, or (for :class:`Dispatch`) the parsed value the core lets go of.
@@ -24,7 +29,7 @@ else holds: a copy, or (for :class:`Dispatch`) the parsed value the core lets go
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from callsafe.model.lifecycle import State
 from callsafe.model.vocabulary import CallKey
@@ -58,8 +63,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerEntry:
+class LedgerEntry(NamedTuple):
     """One assembly decision, as the ledger keeps it: never argument values. ``decision``
     is ``dispatched``, ``cancelled``, ``failed`` or ``awaiting_confirmation``."""
 
@@ -87,7 +91,7 @@ class Fact(Effect):
 # -- questions --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ValidateBusiness(Effect):
     """Run the application's business validator once for this final call; answer with
     ``core.business_result(key, problem_or_none)``."""
@@ -97,7 +101,7 @@ class ValidateBusiness(Effect):
     arguments: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Claim(Effect):
     """The dispatcher's re-check passed in memory: claim the call in the store, atomically
     (exactly one claimer, across replicas and restarts), recording ``entry`` with it;
@@ -111,7 +115,7 @@ class Claim(Effect):
 # -- outward ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Dispatch(Effect):
     """Run the tool (the claim is already durable)."""
 
@@ -122,7 +126,7 @@ class Dispatch(Effect):
     traceparent: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RequestConfirmation(Effect):
     """Ask the user to confirm this validated call."""
 
@@ -131,7 +135,7 @@ class RequestConfirmation(Effect):
     arguments: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Status(Effect):
     """Show the user a status for a turn: preparing, awaiting_confirmation, done, retry,
     handoff."""
@@ -140,7 +144,7 @@ class Status(Effect):
     status: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Ledger(Effect):
     """Report a ledger row (already durable through :class:`RecordDecision`,
     :class:`RecordLedger` or the claim)."""
@@ -148,7 +152,7 @@ class Ledger(Effect):
     entry: LedgerEntry
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Audit(Effect):
     """Report an operator control (already durable through :class:`RecordAudit`)."""
 
@@ -157,7 +161,7 @@ class Audit(Effect):
     keys: tuple[CallKey, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Log(Effect):
     """A diagnostic line: identifiers and fixed wording only, never argument text."""
 
@@ -167,7 +171,7 @@ class Log(Effect):
 # -- durable facts ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class BindTurn(Fact):
     """A new turn: its binding, and it becomes its conversation's current turn."""
 
@@ -178,7 +182,7 @@ class BindTurn(Fact):
     traceparent: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SetTurnStatus(Fact):
     """A live turn stopped being live: ``cancelled``, ``superseded`` or ``stopped``."""
 
@@ -191,8 +195,7 @@ class RecordProgress(Fact):
     """A fragment was accepted: the turn's byte total (the per-turn cap survives a
     restart) and the call's fragment count and bytes (for the ledger after a restart).
 
-    The one effect made per fragment, so not ``frozen``: a frozen dataclass pays an
-    ``object.__setattr__`` per field (about 4x the cost of this one). Never mutated."""
+    The one effect made per fragment."""
 
     turn: str
     turn_bytes: int
@@ -201,7 +204,7 @@ class RecordProgress(Fact):
     call_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordDisplay(Fact):
     """What the turn's status shows, and whether a call of it stopped or ran; kept so
     that the visible status stays truthful across a restart."""
@@ -212,7 +215,7 @@ class RecordDisplay(Fact):
     executed: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OpenCall(Fact):
     """A call is collecting: after a restart it fails, never becomes a candidate."""
 
@@ -220,7 +223,7 @@ class OpenCall(Fact):
     tool: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordDecision(Fact):
     """A call reached a terminal state other than by the dispatch claim; the ledger row
     is written in the same transaction. The first terminal decision for a key wins."""
@@ -232,7 +235,7 @@ class RecordDecision(Fact):
     entry: LedgerEntry
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordLedger(Fact):
     """A ledger row for a decision that is not terminal (awaiting confirmation)."""
 
@@ -240,7 +243,7 @@ class RecordLedger(Fact):
     why: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordOutcome(Fact):
     """The executor came back for a dispatched call: ``returned``, or ``raised <type>``.
 
@@ -255,14 +258,14 @@ class RecordOutcome(Fact):
     outcome: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordTerminalId(Fact):
     """A terminal event id was delivered: a replay of it can never dispatch again."""
 
     event_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EndResponse(Fact):
     """The response ended or its connection dropped: no call may open on it."""
 
@@ -270,25 +273,25 @@ class EndResponse(Fact):
     response: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordQuarantine(Fact):
     response: str
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordDisabledTool(Fact):
     tool: str
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordTenantStop(Fact):
     tenant: str
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RecordAudit(Fact):
     """An operator control, its reason and the call keys it stopped."""
 

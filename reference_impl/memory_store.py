@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Final
 
 from callsafe.model.lifecycle import TERMINAL_STATES, State
 from callsafe.model.vocabulary import CallKey
@@ -37,6 +38,10 @@ from callsafe.reference_impl.errors import StoreError
 from callsafe.reference_impl.store import CallRow, ClaimResult, Snapshot, TurnRow, ident_of
 
 __all__ = ["MemoryStore"]
+
+# Read once: every read of an enum class attribute is a descriptor call on CPython 3.11.
+_COLLECTING: Final = State.COLLECTING
+_DISPATCHED: Final = State.DISPATCHED
 
 
 class MemoryStore:
@@ -91,7 +96,18 @@ class MemoryStore:
             self._lock.release()
 
     def _apply_one(self, fact: Fact, at: float) -> None:
-        if isinstance(fact, BindTurn):
+        # the facts every call makes come first (each isinstance check costs)
+        if isinstance(fact, RecordDisplay):
+            turn = self._turns.get(fact.turn)
+            if turn is not None:
+                turn.shown, turn.stopped, turn.executed = fact.shown, fact.stopped, fact.executed
+        elif isinstance(fact, OpenCall):
+            self._calls.setdefault(ident_of(fact.key), CallRow(fact.key, fact.tool, _COLLECTING))
+        elif isinstance(fact, RecordTerminalId):
+            self._terminal_ids.add(fact.event_id)
+        elif isinstance(fact, RecordOutcome):
+            self._outcomes.setdefault(ident_of(fact.key), fact.outcome)
+        elif isinstance(fact, BindTurn):
             if fact.turn not in self._turns:
                 self._turns[fact.turn] = TurnRow(
                     fact.turn, fact.actor, fact.tenant, fact.conversation, fact.traceparent
@@ -101,12 +117,6 @@ class MemoryStore:
             turn = self._turns.get(fact.turn)
             if turn is not None and turn.status == "live":
                 turn.status = fact.status
-        elif isinstance(fact, RecordDisplay):
-            turn = self._turns.get(fact.turn)
-            if turn is not None:
-                turn.shown, turn.stopped, turn.executed = fact.shown, fact.stopped, fact.executed
-        elif isinstance(fact, OpenCall):
-            self._calls.setdefault(ident_of(fact.key), CallRow(fact.key, fact.tool, State.COLLECTING))
         elif isinstance(fact, RecordDecision):
             ident = ident_of(fact.key)
             row = self._calls.get(ident)
@@ -117,8 +127,6 @@ class MemoryStore:
             self._ledger.append((fact.entry, fact.why, at))
         elif isinstance(fact, RecordLedger):
             self._ledger.append((fact.entry, fact.why, at))
-        elif isinstance(fact, RecordTerminalId):
-            self._terminal_ids.add(fact.event_id)
         elif isinstance(fact, EndResponse):
             self._ended.add((fact.turn, fact.response))
         elif isinstance(fact, RecordQuarantine):
@@ -132,8 +140,6 @@ class MemoryStore:
                     turn.status = "stopped"
         elif isinstance(fact, RecordAudit):
             self._audit.append((fact.action, fact.reason, fact.keys, at))
-        elif isinstance(fact, RecordOutcome):
-            self._outcomes.setdefault(ident_of(fact.key), fact.outcome)
         else:  # pragma: no cover - every fact type is handled above
             raise StoreError(f"unknown fact {type(fact).__name__}")
 
@@ -142,7 +148,7 @@ class MemoryStore:
             row = self._calls.get(ident_of(key))
             if row is None:
                 return ClaimResult.BLOCKED
-            if row.state is State.DISPATCHED:
+            if row.state is _DISPATCHED:
                 return ClaimResult.TAKEN
             turn = self._turns.get(key.turn)
             if (
@@ -154,7 +160,7 @@ class MemoryStore:
                 or tool in self._disabled
             ):
                 return ClaimResult.BLOCKED
-            row.state = State.DISPATCHED
+            row.state = _DISPATCHED
             self._ledger.append((entry, "dispatched", at))
             return ClaimResult.CLAIMED
 
@@ -174,7 +180,7 @@ class MemoryStore:
         return sorted(
             (row.key, row.tool or "")
             for ident, row in self._calls.items()
-            if row.state is State.DISPATCHED and ident not in self._outcomes
+            if row.state is _DISPATCHED and ident not in self._outcomes
         )
 
     def tenant_stops(self) -> list[tuple[str, str]]:

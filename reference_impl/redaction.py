@@ -20,12 +20,16 @@ _J = TypeVar("_J")
 
 def copy_json(value: _J) -> _J:
     """A deep copy of a JSON value (dicts, lists, scalars): cheaper than ``copy.deepcopy``
-    and enough for what :func:`json.loads` produces."""
+    and enough for what :func:`json.loads` produces. Scalars (most of a value) are taken
+    as they are without a call each."""
     if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}  # type: ignore[return-value]
+        return {k: copy_json(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}  # type: ignore[return-value]
     if isinstance(value, list):
-        return [copy_json(v) for v in value]  # type: ignore[return-value]
+        return [copy_json(v) if isinstance(v, _CONTAINERS) else v for v in value]  # type: ignore[return-value]
     return value
+
+
+_CONTAINERS = (dict, list)
 
 
 def declared_names(schema: Any) -> set[str]:

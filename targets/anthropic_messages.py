@@ -40,11 +40,14 @@ SDK's ``MessageStream``) and https://docs.anthropic.com/en/docs/agents-and-tools
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from callsafe.targets._common import WireTarget, anthropic_ids
 
-__all__ = ["AnthropicMessagesTarget", "available"]
+if TYPE_CHECKING:
+    from anthropic.types import RawMessageStreamEvent
+
+__all__ = ["AnthropicMessagesTarget", "available", "event_from_payload"]
 
 FINE_GRAINED_BETA = "fine-grained-tool-streaming-2025-05-14"
 
@@ -52,6 +55,15 @@ FINE_GRAINED_BETA = "fine-grained-tool-streaming-2025-05-14"
 def available() -> str | None:
     """``None`` when the ``anthropic`` SDK is importable, else why this adapter is skipped."""
     return AnthropicMessagesTarget.unavailable()
+
+
+def event_from_payload(payload: Mapping[str, Any]) -> RawMessageStreamEvent:
+    """One wire payload as the SDK's ``Stream`` builds it (``construct_type``). Public so
+    that the benchmarks build the very same objects."""
+    from anthropic._models import construct_type
+    from anthropic.types import RawMessageStreamEvent
+
+    return cast(RawMessageStreamEvent, construct_type(type_=RawMessageStreamEvent, value=dict(payload)))
 
 
 class StreamErrorEvent(RuntimeError):
@@ -134,10 +146,8 @@ class AnthropicMessagesTarget(WireTarget):
             )
             return list(beta.build_events(event=beta_event, message_snapshot=self._snapshot))
 
-        from anthropic._models import construct_type
         from anthropic.lib.streaming._messages import accumulate_event, build_events
-        from anthropic.types import RawMessageStreamEvent
 
-        event = cast(RawMessageStreamEvent, construct_type(type_=RawMessageStreamEvent, value=dict(payload)))
+        event = event_from_payload(payload)
         self._snapshot = accumulate_event(event=event, current_snapshot=self._snapshot, json_bufs=self._json_bufs)
         return list(build_events(event=event, message_snapshot=self._snapshot))

@@ -41,12 +41,45 @@ from callsafe.targets._common import WireTarget, openai_chat_ids
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessageChunk
 
-__all__ = ["LangChainCoreTarget", "available"]
+__all__ = ["LangChainCoreTarget", "available", "chunk_from_payload"]
 
 
 def available() -> str | None:
     """``None`` when ``langchain-core`` is importable, else why this adapter is skipped."""
     return LangChainCoreTarget.unavailable()
+
+
+def chunk_from_payload(payload: Mapping[str, Any]) -> AIMessageChunk:
+    """What ``langchain-openai`` builds from one Chat Completions chunk (tool calls only). Public so
+    that the benchmarks build the very same objects."""
+    from langchain_core.messages import AIMessageChunk
+    from langchain_core.messages.tool import ToolCallChunk, tool_call_chunk
+
+    choices = payload.get("choices") or []
+    choice: Mapping[str, Any] = choices[0] if choices else {}
+    delta: Mapping[str, Any] = choice.get("delta") or {}
+    tool_call_chunks: list[ToolCallChunk] = []
+    if raw_tool_calls := delta.get("tool_calls"):
+        with contextlib.suppress(KeyError):  # langchain-openai drops the list on a missing index
+            tool_call_chunks = [
+                tool_call_chunk(
+                    name=rtc["function"].get("name"),
+                    args=rtc["function"].get("arguments"),
+                    id=rtc.get("id"),
+                    index=rtc["index"],
+                )
+                for rtc in raw_tool_calls
+            ]
+    metadata: dict[str, Any] = {}
+    if choice.get("finish_reason"):
+        metadata["finish_reason"] = choice["finish_reason"]
+    content = delta.get("content") if isinstance(delta.get("content"), str) else ""
+    return AIMessageChunk(
+        content=content or "",
+        tool_call_chunks=tool_call_chunks,
+        response_metadata=metadata,
+        id=payload.get("id"),
+    )
 
 
 class LangChainCoreTarget(WireTarget):
@@ -70,44 +103,12 @@ class LangChainCoreTarget(WireTarget):
         self._finished = False
         self._previewed = set()
 
-    @staticmethod
-    def _chunk(payload: Mapping[str, Any]) -> AIMessageChunk:
-        """What ``langchain-openai`` builds from one Chat Completions chunk (tool calls only)."""
-        from langchain_core.messages import AIMessageChunk
-        from langchain_core.messages.tool import ToolCallChunk, tool_call_chunk
-
-        choices = payload.get("choices") or []
-        choice: Mapping[str, Any] = choices[0] if choices else {}
-        delta: Mapping[str, Any] = choice.get("delta") or {}
-        tool_call_chunks: list[ToolCallChunk] = []
-        if raw_tool_calls := delta.get("tool_calls"):
-            with contextlib.suppress(KeyError):  # langchain-openai drops the list on a missing index
-                tool_call_chunks = [
-                    tool_call_chunk(
-                        name=rtc["function"].get("name"),
-                        args=rtc["function"].get("arguments"),
-                        id=rtc.get("id"),
-                        index=rtc["index"],
-                    )
-                    for rtc in raw_tool_calls
-                ]
-        metadata: dict[str, Any] = {}
-        if choice.get("finish_reason"):
-            metadata["finish_reason"] = choice["finish_reason"]
-        content = delta.get("content") if isinstance(delta.get("content"), str) else ""
-        return AIMessageChunk(
-            content=content or "",
-            tool_call_chunks=tool_call_chunks,
-            response_metadata=metadata,
-            id=payload.get("id"),
-        )
-
     def receive_wire(self, payload: Mapping[str, Any]) -> None:
         self._chat_error(payload)
         chunk_id = payload.get("id")
         if self._gathered is not None and self._finished and chunk_id != self._stream_id:
             self.end_stream()
-        chunk = self._chunk(payload)
+        chunk = chunk_from_payload(payload)
         if self._gathered is None:
             self._stream_id = chunk_id if isinstance(chunk_id, str) else None
             self._gathered = chunk

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 from callsafe.targets._common import CHAT_COMPLETED_REASONS, WireTarget, openai_chat_ids
 
-__all__ = ["LiteLLMTarget", "available", "import_offline"]
+__all__ = ["LiteLLMTarget", "available", "chunk_from_payload", "import_offline"]
 
 
 def available() -> str | None:
@@ -50,6 +50,16 @@ def import_offline() -> Any:
 
     litellm.suppress_debug_info = True
     return litellm
+
+
+def chunk_from_payload(payload: Mapping[str, Any]) -> Any:
+    """One wire payload as LiteLLM's OpenAI-compatible stream parsers build it
+    (``ModelResponseStream(**payload)``). Public so that the benchmarks build the very same
+    objects."""
+    import_offline()
+    from litellm.types.utils import ModelResponseStream
+
+    return ModelResponseStream(**dict(payload))
 
 
 class LiteLLMTarget(WireTarget):
@@ -72,15 +82,12 @@ class LiteLLMTarget(WireTarget):
         self._finished = False
 
     def receive_wire(self, payload: Mapping[str, Any]) -> None:
-        import_offline()
-        from litellm.types.utils import ModelResponseStream
-
         self._chat_error(payload)
         chunk_id = payload.get("id")
         if self._chunks and self._finished and chunk_id != self._stream_id:
             self.end_stream()
         try:
-            chunk = ModelResponseStream(**dict(payload))
+            chunk = chunk_from_payload(payload)
         except Exception as exc:
             self._failed(exc)
             raise

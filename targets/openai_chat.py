@@ -41,18 +41,41 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from callsafe.model.vocabulary import ToolSpec
 from callsafe.targets._common import CHAT_COMPLETED_REASONS, WireTarget, openai_chat_ids
 
 if TYPE_CHECKING:
     from openai.lib.streaming.chat import ChatCompletionStreamState
-    from openai.types.chat import ChatCompletionToolUnionParam
+    from openai.types.chat import ChatCompletionChunk, ChatCompletionToolUnionParam
 
-__all__ = ["OpenAIChatTarget", "available"]
+__all__ = ["OpenAIChatTarget", "available", "chunk_from_payload", "input_tools"]
 
 
 def available() -> str | None:
     """``None`` when the ``openai`` SDK is importable, else why this adapter is skipped."""
     return OpenAIChatTarget.unavailable()
+
+
+def chunk_from_payload(payload: Mapping[str, Any]) -> ChatCompletionChunk:
+    """One wire payload as the SDK's ``Stream`` builds it (``construct_type``, no validation).
+    Public so that other code (the pydantic-ai adapter, the benchmarks) builds the very same
+    objects."""
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletionChunk
+
+    return cast(ChatCompletionChunk, construct_type(type_=ChatCompletionChunk, value=dict(payload)))
+
+
+def input_tools(tools: Mapping[str, ToolSpec], *, strict: bool) -> list[ChatCompletionToolUnionParam]:
+    """The catalog as the state's ``input_tools``: with ``strict`` the SDK parses arguments
+    itself (``parsed_arguments``), partially on every chunk and fully at the end."""
+    return [
+        cast(
+            "ChatCompletionToolUnionParam",
+            {"type": "function", "function": {"name": name, "parameters": dict(spec.schema), "strict": strict}},
+        )
+        for name, spec in tools.items()
+    ]
 
 
 class OpenAIChatTarget(WireTarget):
@@ -80,26 +103,14 @@ class OpenAIChatTarget(WireTarget):
         self._dead = False
 
     def _input_tools(self) -> list[ChatCompletionToolUnionParam]:
-        tools = self._env.tools if self._env is not None else {}
-        return [
-            cast(
-                "ChatCompletionToolUnionParam",
-                {
-                    "type": "function",
-                    "function": {"name": name, "parameters": dict(spec.schema), "strict": self.strict},
-                },
-            )
-            for name, spec in tools.items()
-        ]
+        return input_tools(self._env.tools if self._env is not None else {}, strict=self.strict)
 
     def receive_wire(self, payload: Mapping[str, Any]) -> None:
-        from openai._models import construct_type
         from openai.lib.streaming.chat import ChatCompletionStreamState
         from openai.lib.streaming.chat._completions import _is_valid_chat_completion_chunk_weak
-        from openai.types.chat import ChatCompletionChunk
 
         self._chat_error(payload)
-        chunk = cast(ChatCompletionChunk, construct_type(type_=ChatCompletionChunk, value=dict(payload)))
+        chunk = chunk_from_payload(payload)
         if not _is_valid_chat_completion_chunk_weak(chunk):
             return  # ChatCompletionStream.__stream__ skips these (Azure's async filter events)
         if self._state is not None and (self._finished or self._dead) and chunk.id != self._stream_id:

@@ -34,13 +34,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from callsafe.model.vocabulary import ToolSpec
 from callsafe.targets._common import WireTarget, openai_responses_ids
 
 if TYPE_CHECKING:
     from openai.lib.streaming.responses._responses import ResponseStreamState
-    from openai.types.responses import ToolParam
+    from openai.types.responses import ResponseStreamEvent, ToolParam
 
-__all__ = ["OpenAIResponsesTarget", "available"]
+__all__ = ["OpenAIResponsesTarget", "available", "event_from_payload", "input_tools"]
 
 _TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
@@ -48,6 +49,23 @@ _TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "resp
 def available() -> str | None:
     """``None`` when the ``openai`` SDK is importable, else why this adapter is skipped."""
     return OpenAIResponsesTarget.unavailable()
+
+
+def event_from_payload(payload: Mapping[str, Any]) -> ResponseStreamEvent:
+    """One wire payload as the SDK's ``Stream`` builds it (``construct_type``, no validation).
+    Public so that the benchmarks build the very same objects."""
+    from openai._models import construct_type
+    from openai.types.responses import ResponseStreamEvent
+
+    return cast(ResponseStreamEvent, construct_type(type_=ResponseStreamEvent, value=dict(payload)))
+
+
+def input_tools(tools: Mapping[str, ToolSpec], *, strict: bool) -> list[ToolParam]:
+    """The catalog as the state's ``input_tools`` (strict tools are parsed by the SDK)."""
+    return [
+        cast("ToolParam", {"type": "function", "name": name, "parameters": dict(spec.schema), "strict": strict})
+        for name, spec in tools.items()
+    ]
 
 
 class OpenAIResponsesTarget(WireTarget):
@@ -77,19 +95,11 @@ class OpenAIResponsesTarget(WireTarget):
         self._dead = False
 
     def _input_tools(self) -> list[ToolParam]:
-        tools = self._env.tools if self._env is not None else {}
-        return [
-            cast(
-                "ToolParam", {"type": "function", "name": name, "parameters": dict(spec.schema), "strict": self.strict}
-            )
-            for name, spec in tools.items()
-        ]
+        return input_tools(self._env.tools if self._env is not None else {}, strict=self.strict)
 
     def receive_wire(self, payload: Mapping[str, Any]) -> None:
-        from openai._models import construct_type
         from openai._types import omit
         from openai.lib.streaming.responses._responses import ResponseStreamState
-        from openai.types.responses import ResponseStreamEvent
 
         kind = payload.get("type")
         if kind == "response.created" and (self._state is None or self._ended or self._dead):
@@ -101,7 +111,7 @@ class OpenAIResponsesTarget(WireTarget):
                 self._response_id = cast("str | None", response.get("id"))
         if self._dead:
             return
-        event = cast(ResponseStreamEvent, construct_type(type_=ResponseStreamEvent, value=dict(payload)))
+        event = event_from_payload(payload)
         try:
             events = self._state.handle_event(event)
         except Exception as exc:

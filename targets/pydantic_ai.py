@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from callsafe.targets._common import CHAT_COMPLETED_REASONS, WireTarget, openai_chat_ids
 
@@ -99,8 +99,7 @@ class PydanticAITarget(WireTarget):
         self._manager = None
 
     def receive_wire(self, payload: Mapping[str, Any]) -> None:
-        from openai._models import construct_type
-        from openai.types.chat import ChatCompletionChunk
+        from callsafe.targets.openai_chat import chunk_from_payload
 
         if self.surface == "parts":
             self._chat_error(payload)  # the agent surface runs the SDK's own stream, which raises itself
@@ -110,7 +109,7 @@ class PydanticAITarget(WireTarget):
         if not self._payloads:
             self._stream_id = chunk_id if isinstance(chunk_id, str) else None
         self._payloads.append(payload)
-        chunk = cast(ChatCompletionChunk, construct_type(type_=ChatCompletionChunk, value=dict(payload)))
+        chunk = chunk_from_payload(payload)
         if not chunk.choices:
             return
         choice = chunk.choices[0]
