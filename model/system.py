@@ -476,8 +476,15 @@ def strict_parse(text: str) -> dict[str, Any]:
 
 
 def utf8_len(text: str) -> int:
-    """Bytes a fragment costs against the caps (lone surrogates counted as 3 bytes)."""
-    return len(text.encode("utf-8", "surrogatepass"))
+    """Bytes a fragment costs against the caps: its UTF-8 length (lone surrogates counted
+    as 3 bytes), and at least 1.
+
+    Why at least 1: an empty fragment still takes a position (a gap before it must be
+    filled for the call to assemble), so an implementation keeps something for it. Costing
+    nothing, a stream of empty fragments at new positions grew a buffer with no cap
+    (found by the flood tests); costing one byte, a call holds at most ``call_bytes``
+    positions. Real streams send at most an empty opening delta per call."""
+    return len(text.encode("utf-8", "surrogatepass")) or 1
 
 
 def apply_tool_change(tools: MutableMapping[str, ToolSpec], ev: ToolChanged) -> None:

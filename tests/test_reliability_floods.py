@@ -29,6 +29,8 @@ from typing import Any
 import pytest
 from reliability_support import long_variant, report_figures
 
+from callsafe.model.builder import TraceBuilder
+from callsafe.model.oracle import judge
 from callsafe.model.system import ParseFailure, strict_parse
 from callsafe.model.vocabulary import (
     CallKey,
@@ -440,12 +442,9 @@ def test_millions_of_tiny_fragments(width: int) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding for the model: a zero-byte fragment costs nothing against the byte caps, so a "
-    "stream of empty fragments at new positions grows a buffer (one list slot each) with no cap",
-)
 def test_empty_fragments_are_bounded_by_a_cap() -> None:
+    """An empty fragment still takes a position, so it costs a byte of the caps (the
+    model's ``utf8_len``): 20,000 of them grow no more than the caps allow."""
     limits = Limits(call_bytes=64, turn_bytes=256)
     engine = Engine(limits)
     engine.deliver(
@@ -457,6 +456,22 @@ def test_empty_fragments_are_bounded_by_a_cap() -> None:
     empties = (Fragment(turn="t1", response="r1", item="i", call="c", position=p, text="") for p in range(20_000))
     grown = peak_growth(lambda: engine.deliver(empties))
     assert grown < PER_CAP_BYTE * limits.turn_bytes, f"{grown / 1e3:.0f} KB for 20000 empty fragments"
+
+
+@pytest.mark.parametrize(("empties", "execute"), [(7, "must"), (8, "must_not")])
+def test_the_model_counts_an_empty_fragment_as_one_byte(empties: int, execute: str) -> None:
+    """The oracle's side of the same rule: ``{}`` (2 bytes) and N empty fragments fit a
+    9-byte call cap up to N = 7; one more is over it, and the call must not run."""
+    builder = (
+        TraceBuilder(tools={"any": {"type": "object"}}, limits=Limits(call_bytes=9, turn_bytes=1000))
+        .turn("t1", actor="u1", tenant="acme")
+        .open("a", "any")
+        .fragment("a", "{")
+    )
+    for _ in range(empties):
+        builder = builder.fragment("a", "")
+    verdict = judge(builder.fragment("a", "}").terminal("a").build()).by_short_name()["t1/a"]
+    assert verdict.execute == execute, verdict
 
 
 def test_model_strict_parse_raises_only_parse_failure() -> None:
