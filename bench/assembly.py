@@ -1,9 +1,10 @@
 """The assembly-cost benchmark: what the safe assembler costs over assembling naively.
 
-Issue "Benchmarks", item 1: the reference implementation within 2x of a raw floor, and
-linear in bytes, while doing strictly more checking.
+Issue "Benchmarks", item 1: the reference implementation within 2x of a raw floor, linear
+in bytes, and faster than every library accumulator on both shapes while doing strictly
+more checking.
 
-The same event streams go through four (five) variants:
+The same event streams go through these variants:
 
 * **floor**: what unsafe client code does: append each fragment's text to a list per call
   key, and at the call's terminal event one ``json.loads`` of the joined text, handed to
@@ -19,35 +20,45 @@ The same event streams go through four (five) variants:
 * **target-sqlite**: the same over the SQLite store, ``synchronous="normal"`` (every
   transaction committed, no fsync: what survives a process crash), and in the first shape
   also the default ``"adaptive"`` (an fsync for every dispatch claim and every stop).
+* **lib-...**: the accumulators of openai (Chat Completions and Responses), anthropic,
+  langchain-core, pydantic-ai and litellm (:mod:`bench.library_accumulators`), each fed the
+  same streams rendered to its own wire protocol and built into its own chunk objects
+  before timing; skipped, with the reason, when not installed. A library can be quadratic,
+  so a :class:`~bench.time_guard.TimeGuard` stops it (and says where and why) before one
+  run takes longer than :data:`LIBRARY_LIMIT_S` seconds of CPU.
 
 Two shapes:
 
 * **many small calls**: ``calls`` calls (200) of about 200 bytes each in 22 fragments, one
-  turn, a realistic schema (required fields, enum, pattern, array, no extra properties);
+  turn, five calls per model response (an agent loop: responses one after the other, each
+  with a few parallel calls; one stream per response for the libraries), a realistic
+  schema (required fields, enum, pattern, array, no extra properties);
 * **one growing call**: a ``write_file``-like call whose ``content`` (code text with
   quotes, backslashes, tabs, non-ASCII) grows from 1 KB to 1 MB in 16-character
   fragments; the table of time per byte against size shows whether a variant is linear
   (flat) or quadratic (growing with size).
 
 Each variant's result is checked (outside the timed region) against the expected
-arguments, and the harness runs against the model's oracle
+arguments (a library's also after its last timed run), and the harness runs against the model's oracle
 (:func:`~callsafe.reference_impl.conformance.conformance_problems`), so a fast path that
 broke something cannot look fast.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
+from bench import library_accumulators as libraries
 from bench.common import Config, Section, Timing, best_of, busy_note, markdown_table
+from bench.time_guard import TimeGuard, size_label
 from callsafe.certify.runner import run_trace
 from callsafe.model.system import strict_parse
 from callsafe.model.vocabulary import (
@@ -68,6 +79,7 @@ from callsafe.reference_impl.conformance import conformance_problems
 from callsafe.reference_impl.core import Core
 from callsafe.reference_impl.driver import Driver
 from callsafe.reference_impl.memory_store import MemoryStore
+from callsafe.reference_impl.schema_check import SchemaCheck
 from callsafe.targets.reference import ReferenceTarget
 
 __all__ = ["NAME", "TITLE", "run"]
@@ -106,9 +118,13 @@ TOOLS = {"book_meeting": BOOK_MEETING, "write_file": WRITE_FILE}
 BIG = Limits(call_bytes=4 << 20, turn_bytes=4 << 20)
 
 FRAGMENTS_PER_CALL = 22
+CALLS_PER_RESPONSE = 5
 GROW_FRAGMENT = 16  # characters per fragment in the growing call
 GROW_SIZES = (1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
 QUICK_GROW_SIZES = (1 << 10, 4 << 10, 16 << 10)
+# seconds one untimed run of a library may take before the library is stopped (see TimeGuard)
+LIBRARY_LIMIT_S = 3.0
+QUICK_LIBRARY_LIMIT_S = 0.5
 
 # What a variant returns: (call key, executed arguments), the key as a CallKey or, from
 # the floor (which knows no tenant), as its (turn, response, item, call) tuple.
@@ -139,20 +155,24 @@ def _small_arguments(i: int) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def many_calls(calls: int, fragments: int = FRAGMENTS_PER_CALL) -> tuple[Trace, dict[CallKey, Any]]:
-    """One turn, one response, ``calls`` calls one after the other, each in ``fragments``
-    fragments; and the arguments each must execute with."""
+def many_calls(
+    calls: int, fragments: int = FRAGMENTS_PER_CALL, per_response: int = CALLS_PER_RESPONSE
+) -> tuple[Trace, dict[CallKey, Any]]:
+    """One turn, ``calls`` calls one after the other, each in ``fragments`` fragments,
+    ``per_response`` calls per model response (an agent loop: responses one after the other,
+    each with a few parallel calls); and the arguments each call must execute with."""
     events: list[Event] = [TurnStarted(turn="t1", actor="u1", tenant="acme")]
     expected: dict[CallKey, Any] = {}
     for c in range(calls):
-        item, call = f"i{c}", f"call_{c}"
+        response, item, call = f"r{c // per_response}", f"i{c}", f"call_{c}"
         text = _small_arguments(c)
-        events.append(CallOpened(turn="t1", response="r1", item=item, call=call, tool="book_meeting"))
+        events.append(CallOpened(turn="t1", response=response, item=item, call=call, tool="book_meeting"))
         for p, part in enumerate(_split(text, fragments)):
-            events.append(Fragment(turn="t1", response="r1", item=item, call=call, position=p, text=part))
-        events.append(CallTerminal(turn="t1", response="r1", item=item, call=call, event_id=f"ev-{c}"))
-        expected[CallKey("acme", "t1", "r1", item, call)] = json.loads(text)
-    events.append(ResponseTerminal(turn="t1", response="r1"))
+            events.append(Fragment(turn="t1", response=response, item=item, call=call, position=p, text=part))
+        events.append(CallTerminal(turn="t1", response=response, item=item, call=call, event_id=f"ev-{c}"))
+        expected[CallKey("acme", "t1", response, item, call)] = json.loads(text)
+        if c % per_response == per_response - 1 or c == calls - 1:
+            events.append(ResponseTerminal(turn="t1", response=response))
     return Trace(events=tuple(events), tools=TOOLS, name=f"assembly-many-{calls}"), expected
 
 
@@ -298,42 +318,143 @@ def _check(trace: Trace, expected: dict[CallKey, Any], variants: Sequence[tuple[
 # ------------------------------------------------------------------------------------
 
 
+class _Recorded:
+    """A library variant's thunk that keeps its last result, so that the result of the last
+    *timed* run is checked too (a library that mutated its input chunks on the first run
+    would otherwise be timed doing something else)."""
+
+    def __init__(self, run: Callable[[], list[tuple[str, Any]]]) -> None:
+        self.run = run
+        self.last: list[tuple[str, Any]] | None = None
+
+    def __call__(self) -> list[tuple[str, Any]]:
+        self.last = self.run()
+        return self.last
+
+
+def _check_library(trace: Trace, name: str, got: Sequence[tuple[str, Any]], want: dict[str, Any]) -> None:
+    if libraries.by_call(got) != want:
+        wrong = sum(1 for call, value in libraries.by_call(got).items() if want.get(call) != value)
+        raise AssertionError(f"{trace.name}: {name} presented {len(got)} calls, {wrong} with other arguments")
+
+
+@contextlib.contextmanager
+def _frozen_heap() -> Iterator[None]:
+    """Everything alive now moved out of the collector's sight while measuring.
+
+    :func:`~bench.common.best_of` collects garbage before every timed run; with the
+    libraries imported (pydantic models by the thousand) and their chunk objects built, one
+    full collection takes a good part of a second, and the benchmark would spend its time
+    there. Freezing is a constant-time move of the collector's lists; frozen objects are
+    still freed by reference counting, and unfreezing hands any cyclic garbage back to the
+    collector. Timed runs are unaffected: the collector is off during them either way."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _warm_up(names: Sequence[str]) -> None:
+    """One run of each library over a tiny stream, so that its first-use costs (imports,
+    pydantic building validators on first use) are not charged to the first probe."""
+    trace, expected = many_calls(2, per_response=2)
+    want = {key.call: value for key, value in expected.items()}
+    for name, run in libraries.prepare(trace, names):
+        _check_library(trace, name, run(), want)
+
+
+def _library_variants(
+    trace: Trace, expected: dict[CallKey, Any], guard: TimeGuard, nbytes: int, names: Sequence[str], where: str | None
+) -> tuple[list[tuple[str, _Recorded]], dict[str, Timing]]:
+    """The library accumulators the guard still admits at this input, each run once untimed
+    (collector off, as in a timed run): the run is checked against the expected arguments
+    and is the guard's probe, by CPU time (wall time on a busy machine measures the
+    neighbours). Returns the libraries to time, and the single runs of those the probe
+    stopped (reported as such: one run, not a best of N)."""
+    want = {key.call: value for key, value in expected.items()}
+    admitted = [name for name in names if guard.admit(name, nbytes)]
+    timed: list[tuple[str, _Recorded]] = []
+    over: dict[str, Timing] = {}
+    prepared = libraries.prepare(trace, admitted)
+    with _frozen_heap():
+        for name, run in prepared:
+            gc.disable()
+            c0, t0 = time.process_time_ns(), time.perf_counter_ns()
+            got = run()
+            t1, c1 = time.perf_counter_ns(), time.process_time_ns()
+            gc.enable()
+            _check_library(trace, name, got, want)
+            if guard.record(name, nbytes, (c1 - c0) / 1e9, where):
+                timed.append((name, _Recorded(run)))
+            else:
+                over[name] = Timing(t1 - t0, max(c1 - c0, 1))
+    return timed, over
+
+
+def _timed(
+    trace: Trace,
+    expected: dict[CallKey, Any],
+    variants: Sequence[tuple[str, Runner]],
+    libs: Sequence[tuple[str, _Recorded]],
+    repeat: int,
+) -> dict[str, Timing]:
+    """Best of ``repeat`` over the reference variants and the libraries, interleaved; then
+    the libraries' last timed results checked."""
+    with _frozen_heap():
+        best = best_of([*variants, *libs], repeat)
+    want = {key.call: value for key, value in expected.items()}
+    for name, recorded in libs:
+        _check_library(trace, name, recorded.last or [], want)
+    return best
+
+
 @dataclass(frozen=True)
 class _Many:
     calls: int
+    responses: int
     fragments: int
     nbytes: int
     best: dict[str, Timing]
     parts: dict[str, Timing]  # the core's cost, taken apart (see _breakdown)
+    stopped: dict[str, str]  # library -> why it was not timed
+    single: frozenset[str]  # libraries in ``best`` by their one (stopping) probe run
 
 
-def _measure_many(config: Config) -> _Many:
+def _measure_many(config: Config, names: Sequence[str]) -> _Many:
     calls = 20 if config.quick else 200
     trace, expected = many_calls(calls)
     variants = _variants(trace, with_adaptive=not config.quick)
     _check(trace, expected, variants)
-    repeat = 3 if config.quick else config.repeat
-    best = best_of(variants, repeat)
+    guard = TimeGuard(QUICK_LIBRARY_LIMIT_S if config.quick else LIBRARY_LIMIT_S)
     fragments = sum(1 for e in trace.events if isinstance(e, Fragment))
     nbytes = sum(len(e.text.encode()) for e in trace.events if isinstance(e, Fragment))
-    return _Many(calls, fragments, nbytes, best, _breakdown(calls, expected, repeat))
+    libs, over = _library_variants(trace, expected, guard, nbytes, names, f"{calls} calls")
+    repeat = 3 if config.quick else config.repeat
+    best = _timed(trace, expected, variants, libs, repeat) | over
+    responses = sum(1 for e in trace.events if isinstance(e, ResponseTerminal))
+    with _frozen_heap():
+        parts = _breakdown(calls, expected, repeat)
+    return _Many(calls, responses, fragments, nbytes, best, parts, dict(guard.stopped), frozenset(over))
 
 
 def _breakdown(calls: int, expected: dict[CallKey, Any], repeat: int) -> dict[str, Timing]:
     """The core's cost of the small calls taken apart: the same calls in one fragment
-    each (the difference is the per-fragment path), the schema validation alone (the
-    validator the core caches: jsonschema's ``is_valid``), the strict parse alone, and
-    ``json.loads`` alone (the floor's parse)."""
+    each (the difference is the per-fragment path), the schema validation alone (what the
+    core calls: :class:`SchemaCheck`, warmed past its compile threshold, so the compiled
+    validator answers), the strict parse alone, and ``json.loads`` alone (the floor's parse)."""
     one, _ = many_calls(calls, fragments=1)
     values = list(expected.values())
     texts = [json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in values]
-    validator = jsonschema.validators.validator_for(BOOK_MEETING.schema)(BOOK_MEETING.schema)
-    if not all(validator.is_valid(v) for v in values):
+    check = SchemaCheck()
+    for _ in range(16):  # past the compile threshold: the timed runs use the compiled validator
+        check(BOOK_MEETING, values[0])
+    if any(check(BOOK_MEETING, v) is not None for v in values):
         raise AssertionError("the small calls must be valid for their schema")
     return best_of(
         [
             ("core, 1 fragment per call", lambda: embedded_core(one)),
-            ("schema validation", lambda: [validator.is_valid(v) for v in values]),
+            ("schema validation", lambda: [check(BOOK_MEETING, v) for v in values]),
             ("strict parse", lambda: [strict_parse(t) for t in texts]),
             ("json.loads", lambda: [json.loads(t) for t in texts]),
         ],
@@ -341,28 +462,35 @@ def _breakdown(calls: int, expected: dict[CallKey, Any], repeat: int) -> dict[st
     )
 
 
-def _measure_growth(config: Config) -> list[tuple[int, int, dict[str, Timing]]]:
+@dataclass(frozen=True)
+class _Growth:
+    rows: list[tuple[int, int, dict[str, Timing]]]  # (bytes, fragments, best per variant run at that size)
+    stopped: dict[str, str]  # library -> where and why it stopped
+    single: frozenset[tuple[int, str]]  # (bytes, library) timed by its one (stopping) probe run
+
+
+def _measure_growth(config: Config, names: Sequence[str]) -> _Growth:
     rows: list[tuple[int, int, dict[str, Timing]]] = []
+    single: set[tuple[int, str]] = set()
     sizes = QUICK_GROW_SIZES if config.quick else GROW_SIZES
+    guard = TimeGuard(QUICK_LIBRARY_LIMIT_S if config.quick else LIBRARY_LIMIT_S)
     for size in sizes:
         trace, expected, nbytes = growing_call(size)
         variants = _variants(trace, with_adaptive=False)
         if size == sizes[0] or size == sizes[-1]:
             _check(trace, expected, variants)
+        libs, over = _library_variants(trace, expected, guard, nbytes, names, None)
         # large inputs take long and vary less: fewer repetitions keep the run short
         repeat = 3 if config.quick else (config.repeat if size <= 64 << 10 else max(2, config.repeat - 2))
-        best = best_of(variants, repeat)
+        best = _timed(trace, expected, variants, libs, repeat) | over
+        single.update((nbytes, name) for name in over)
         fragments = sum(1 for e in trace.events if isinstance(e, Fragment))
         rows.append((nbytes, fragments, best))
-    return rows
+    return _Growth(rows, dict(guard.stopped), frozenset(single))
 
 
 def _fmt_ratio(value: float) -> str:
     return f"{value:.2f}x"
-
-
-def _size(nbytes: int) -> str:
-    return f"{nbytes / 1024:.0f} KiB" if nbytes < 1 << 20 else f"{nbytes / (1 << 20):.2f} MiB"
 
 
 def _slope(points: Sequence[tuple[int, int]]) -> float:
@@ -396,7 +524,7 @@ def _breakdown_table(many: _Many) -> list[str]:
     rest = one - schema - parse - fragment
     rows: list[tuple[str, float]] = [
         (f"{FRAGMENTS_PER_CALL} fragments ({fragment * 1e3:.0f} ns each)", FRAGMENTS_PER_CALL * fragment),
-        ("schema validation (jsonschema `is_valid`, validator cached)", schema),
+        ("schema validation (the core's `SchemaCheck`, compiled, warmed)", schema),
         ("strict parse (`json.loads` alone: " + f"{per_call['json.loads']:.1f} us)", parse),
         ("the rest: open, terminal, claim, ledger, status, effects, store", rest),
     ]
@@ -410,30 +538,22 @@ def _breakdown_table(many: _Many) -> list[str]:
     ]
 
 
-def run(config: Config) -> Section:
-    """Both shapes. The section's headline ratios (against the floor) are
-    ``many/<variant>`` and ``grow/<variant>`` (at the largest size) by wall clock,
-    the same with ``@cpu`` by CPU time, and ``slope/<variant>`` (log-log growth of CPU
-    time over the largest sizes; ``@wall`` by wall clock)."""
-    ratios: dict[str, float] = {}
-    many = _measure_many(config)
+SINGLE = " †"  # marks a time that is one run (the probe that stopped a library), not a best of N
+_SINGLE_NOTE = f"{SINGLE.strip()}: one run only, the untimed check run on which the time guard stopped the library."
+
+
+def _not_timed(stopped: dict[str, str], skipped: dict[str, str], single: bool) -> list[str]:
+    lines = [f"- **{name}**: {why}" for name, why in stopped.items()]
+    lines += [f"- **{name}**: skipped, {why}" for name, why in skipped.items()]
+    note = [_SINGLE_NOTE, ""] if single else []
+    return ["Not timed further:", "", *lines, "", *note] if lines else note
+
+
+def _many_lines(many: _Many, skipped: dict[str, str], ratios: dict[str, float]) -> list[str]:
     floor = many.best["floor"]
     lines = [
-        f"## {TITLE}",
-        "",
-        "Variants: **floor** (append per key, one `json.loads` at the terminal event); **core** (Core + Driver +",
-        "MemoryStore, as an application embeds it); **target-memory** / **target-sqlite** (ReferenceTarget through",
-        'the harness runner; SQLite `synchronous="normal"`, and the default `"adaptive"` that fsyncs every dispatch',
-        "claim). Ratios are against the floor, by wall clock (`perf_counter_ns`) and by CPU time",
-        "(`process_time_ns`), each the best of the repetitions.",
-        "",
-    ]
-    note = busy_note()
-    if note:
-        lines += [f"> {note}", ""]
-    lines += [
-        f"### Many small calls: {many.calls} calls x {FRAGMENTS_PER_CALL} fragments "
-        f"({many.fragments} fragments, {many.nbytes} bytes of arguments)",
+        f"### Many small calls: {many.calls} calls x {FRAGMENTS_PER_CALL} fragments, {CALLS_PER_RESPONSE} calls "
+        f"per response ({many.responses} responses, {many.fragments} fragments, {many.nbytes} bytes of arguments)",
         "",
     ]
     rows = []
@@ -442,7 +562,7 @@ def run(config: Config) -> Section:
         ratios[f"many/{name}@cpu"] = t.cpu / floor.cpu
         rows.append(
             [
-                name,
+                name + (SINGLE if name in many.single else ""),
                 f"{t.wall / 1e6:.2f}",
                 f"{t.cpu / many.calls / 1e3:.1f}",
                 f"{t.cpu / many.fragments:.0f}",
@@ -451,49 +571,186 @@ def run(config: Config) -> Section:
             ]
         )
     header = ["variant", "wall ms", "CPU us/call", "CPU ns/fragment", "ratio (wall)", "ratio (CPU)"]
-    lines.append(markdown_table(header, rows))
-    lines += ["", *_breakdown_table(many)]
+    lines += [markdown_table(header, rows), ""]
+    lines += _not_timed(many.stopped, skipped, bool(many.single))
+    return [*lines, *_breakdown_table(many)]
 
-    growth = _measure_growth(config)
-    names = list(growth[0][2])
-    lines += [
-        "",
+
+def _growth_lines(growth: _Growth, skipped: dict[str, str], ratios: dict[str, float]) -> list[str]:
+    rows = growth.rows
+    names = list(dict.fromkeys(n for _, _, best in rows for n in best))
+    sizes = [size_label(nbytes) for nbytes, _, _ in rows]
+    per_byte = [["fragments", *(str(f) for _, f, _ in rows)]]
+    relative = []
+    for name in names:
+        marks = ["" if (nbytes, name) not in growth.single else SINGLE for nbytes, _, _ in rows]
+        cells = [
+            f"{best[name].cpu / nbytes:.1f}{mark}" if name in best else "-"
+            for (nbytes, _, best), mark in zip(rows, marks, strict=True)
+        ]
+        per_byte.append([name, *cells])
+        if name != "floor":
+            rel = [
+                f"{_fmt_ratio(best[name].wall / best['floor'].wall)} / {_fmt_ratio(best[name].cpu / best['floor'].cpu)}"
+                f"{mark}"
+                if name in best
+                else "-"
+                for (_, _, best), mark in zip(rows, marks, strict=True)
+            ]
+            relative.append([name, *rel])
+    lines = [
         f"### One growing call: `write_file` arguments in {GROW_FRAGMENT}-character fragments, time per byte",
         "",
-        "CPU ns per byte of arguments, and ratios to the floor as wall / CPU.",
+        "CPU ns per byte of arguments (`-`: not run at that size, the library was stopped before, see below):",
         "",
+        markdown_table(["variant", *sizes], per_byte),
+        "",
+        "Ratio to the floor at each size, wall / CPU:",
+        "",
+        markdown_table(["variant", *sizes], relative),
+        "",
+        *_not_timed(growth.stopped, skipped, bool(growth.single)),
     ]
-    header = ["size", "fragments"] + [f"{n} ns/B" for n in names] + [f"{n} ratio" for n in names if n != "floor"]
-    rows = []
-    for nbytes, fragments, best in growth:
-        per_byte = [f"{best[n].cpu / nbytes:.1f}" for n in names]
-        rel = [
-            f"{_fmt_ratio(best[n].wall / best['floor'].wall)} / {_fmt_ratio(best[n].cpu / best['floor'].cpu)}"
-            for n in names
-            if n != "floor"
-        ]
-        rows.append([_size(nbytes), str(fragments), *per_byte, *rel])
-    lines.append(markdown_table(header, rows))
-    top = growth[-3:]
-    (n0, _, b0), (n1, _, b1) = top[0], top[-1]
-    floor_slope = _slope([(n, b["floor"].cpu) for n, _, b in top])
     slopes = []
     for name in names:
-        slope = _slope([(n, b[name].cpu) for n, _, b in top])
-        wall_slope = _slope([(n, b[name].wall) for n, _, b in top])
+        measured = [(n, b) for n, _, b in rows if name in b]
+        top = measured[-3:]
+        if len(top) < 2:
+            slopes.append([name, size_label(top[0][0]) if top else "-", "-", "-", "-", "stopped"])
+            continue
+        (n0, b0), (n1, b1) = top[0], top[-1]
+        slope = _slope([(n, b[name].cpu) for n, b in top])
+        wall_slope = _slope([(n, b[name].wall) for n, b in top])
+        floor_slope = _slope([(n, b["floor"].cpu) for n, b in top])
         ratios[f"slope/{name}"] = slope
         ratios[f"slope/{name}@wall"] = wall_slope
         if name != "floor":
             ratios[f"grow/{name}"] = b1[name].wall / b1["floor"].wall
             ratios[f"grow/{name}@cpu"] = b1[name].cpu / b1["floor"].cpu
         flat = b1[name].cpu / n1 / (b0[name].cpu / n0)
-        slopes.append([name, f"{slope:.2f}", f"{wall_slope:.2f}", f"{flat:.2f}", _verdict(slope, floor_slope)])
+        span = f"{size_label(n0)} - {size_label(n1)}"
+        slopes.append([name, span, f"{slope:.2f}", f"{wall_slope:.2f}", f"{flat:.2f}", _verdict(slope, floor_slope)])
+    lines += [
+        "Growth: least-squares slope of log(time) against log(size) over each variant's 3 largest sizes (a stopped",
+        "library's stopping run included; 1 = linear, 2 = quadratic), and CPU time per byte at the largest of them",
+        "over CPU time per byte at the smallest (1 = flat). The verdict reads the CPU slope against the floor's over",
+        "the same sizes.",
+        "",
+        markdown_table(["variant", "sizes", "slope (CPU)", "slope (wall)", "ns/B ratio", "verdict"], slopes),
+    ]
+    return lines
+
+
+def _largest(growth: _Growth, name: str) -> tuple[int, dict[str, Timing]] | None:
+    """The largest size ``name`` ran at in the growing-call shape, with that size's timings."""
+    at = [(nbytes, best) for nbytes, _, best in growth.rows if name in best]
+    return at[-1] if at else None
+
+
+def _reference_vs_libraries(many: _Many, growth: _Growth, ratios: dict[str, float]) -> list[str]:
+    """The reference (core, target-memory) over each library, on both shapes; and the
+    headline per shape, ``ref-vs-fastest-lib/<shape>``: the largest core-over-library
+    ratio, that is against the library the reference compares worst with (below 1: the
+    reference is faster than every library timed). The growing call compares at the
+    largest size each library ran."""
+    worst: dict[str, tuple[float, float, str]] = {}  # shape -> (wall, cpu, library) of core / library
+
+    def compare(shape: str, name: str, best: dict[str, Timing]) -> list[str]:
+        lib = best[name]
+        cells = []
+        for ref in ("core", "target-memory"):
+            wall, cpu = best[ref].wall / lib.wall, best[ref].cpu / lib.cpu
+            ratios[f"{shape}/{ref}-vs-{name}"] = wall
+            ratios[f"{shape}/{ref}-vs-{name}@cpu"] = cpu
+            cells.append(f"{_fmt_ratio(wall)} / {_fmt_ratio(cpu)}")
+        core = (best["core"].wall / lib.wall, best["core"].cpu / lib.cpu, name)
+        if shape not in worst or core[1] > worst[shape][1]:
+            worst[shape] = core
+        return cells
+
+    rows = []
+    for acc in libraries.ACCUMULATORS:
+        name = acc.name
+        at = _largest(growth, name)
+        if name not in many.best and at is None:
+            continue
+        row = [name, *(compare("many", name, many.best) if name in many.best else ["-", "-"])]
+        if name in many.single:
+            row[1:] = [cell + SINGLE for cell in row[1:]]
+        if at is None:
+            row += ["-", "-", "-"]
+        else:
+            mark = SINGLE if (at[0], name) in growth.single else ""
+            row += [size_label(at[0]) + mark, *compare("grow", name, at[1])]
+        rows.append(row)
+    if not rows:
+        return []
+    header = ["library", "many: core", "many: target-memory", "grow: at", "grow: core", "grow: target-memory"]
+    lines = [
+        "### The reference against each library accumulator",
+        "",
+        "Reference time over library time for the same streams, wall / CPU (below 1: the reference is faster);",
+        "the growing call at the largest size the library ran (a library stopped by the time guard took longer",
+        "than the guard allows at a size where the reference did not).",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
+    for shape, label in (("many", "Many small calls"), ("grow", "One growing call")):
+        if shape in worst:
+            wall, cpu, name = worst[shape]
+            ratios[f"ref-vs-fastest-lib/{shape}"] = wall
+            ratios[f"ref-vs-fastest-lib/{shape}@cpu"] = cpu
+            verdict = "faster than every library accumulator" if cpu < 1 else "**not** faster than every library"
+            lines.append(
+                f"- {label}: the core is {verdict} timed here, by CPU time; the closest is {name}: "
+                f"core / {name} = {_fmt_ratio(cpu)} CPU, {_fmt_ratio(wall)} wall."
+            )
     lines += [
         "",
-        f"Growth from {_size(n0)} to {_size(n1)}: least-squares slope of log(time) against log(size) over the",
-        f"{len(top)} largest sizes (1 = linear, 2 = quadratic), and CPU time per byte at {_size(n1)} over CPU time",
-        f"per byte at {_size(n0)} (1 = flat). The verdict reads the CPU slope.",
+        "What each library does per chunk (timed from its prebuilt chunk objects to the final arguments):",
         "",
-        markdown_table(["variant", "slope (CPU)", "slope (wall)", "ns/B ratio", "verdict"], slopes),
     ]
+    lines += [
+        f"- **{acc.name}** ({acc.distribution}, {acc.protocol}): {acc.per_chunk}."
+        for acc in libraries.ACCUMULATORS
+        if acc.name in many.best or _largest(growth, acc.name) is not None
+    ]
+    return lines
+
+
+def run(config: Config) -> Section:
+    """Both shapes. The section's headline ratios (against the floor) are
+    ``many/<variant>`` and ``grow/<variant>`` (at the largest size the variant ran) by wall
+    clock, the same with ``@cpu`` by CPU time, and ``slope/<variant>`` (log-log growth of CPU
+    time over the variant's largest sizes; ``@wall`` by wall clock). The reference against
+    each library: ``<shape>/core-vs-<library>`` and ``<shape>/target-memory-vs-<library>``
+    (above 1: the reference is slower), and ``ref-vs-fastest-lib/<shape>``, the largest
+    core-over-library ratio of the shape."""
+    ratios: dict[str, float] = {}
+    skipped = libraries.unavailable()
+    names = [acc.name for acc in libraries.ACCUMULATORS if acc.name not in skipped]
+    _warm_up(names)
+    many = _measure_many(config, names)
+    growth = _measure_growth(config, names)
+    lines = [
+        f"## {TITLE}",
+        "",
+        "Variants: **floor** (append per key, one `json.loads` at the terminal event); **core** (Core + Driver +",
+        "MemoryStore, as an application embeds it); **target-memory** / **target-sqlite** (ReferenceTarget through",
+        'the harness runner; SQLite `synchronous="normal"`, and the default `"adaptive"` that fsyncs every dispatch',
+        "claim); **lib-...**: the accumulators of openai, anthropic, langchain-core, pydantic-ai and litellm, each",
+        "fed the same streams on its own wire protocol as its own chunk objects, built before timing (see the end",
+        "of this section). Ratios are against the floor, by wall clock (`perf_counter_ns`) and by CPU time",
+        "(`process_time_ns`), each the best of the repetitions. A library whose single untimed run (the check of",
+        f"its result) takes more than {LIBRARY_LIMIT_S:.0f} s of CPU ({QUICK_LIBRARY_LIMIT_S} s with `--quick`), or "
+        "is predicted to at the next size, is stopped there.",
+        "",
+    ]
+    note = busy_note()
+    if note:
+        lines += [f"> {note}", ""]
+    lines += _many_lines(many, skipped, ratios)
+    lines += ["", *_growth_lines(growth, skipped, ratios)]
+    lines += ["", *_reference_vs_libraries(many, growth, ratios)]
     return Section(NAME, TITLE, "\n".join(lines), ratios)

@@ -17,6 +17,11 @@ __all__ = ["BENCHMARKS", "load"]
 # name -> module path; imported only when the benchmark runs (each may import heavy things)
 BENCHMARKS: dict[str, str] = {
     "assembly": "bench.assembly",
+    "scaling": "bench.scaling",
+    "throughput": "bench.throughput",
+    "durable": "bench.durable",
+    "exploration": "bench.exploration",
+    "bugpower": "bench.bugpower",
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,6 +63,36 @@ def test_quick_run_writes_its_own_section_and_keeps_the_others(quick_run: tuple[
     assert "## Assembly cost" in text and "(quick)" in text
 
 
+def test_quick_run_times_each_installed_library_accumulator_against_the_reference(
+    quick_run: tuple[str, Path],
+) -> None:
+    """Every installed library is timed on both shapes (or, when the time guard stopped it,
+    its stopping run is reported as such) and compared with the reference; every missing one
+    is named as skipped, with the reason, never silently left out."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.library_accumulators import ACCUMULATORS, unavailable
+    finally:
+        sys.path.remove(str(ROOT))
+    stdout, _ = quick_run
+    ratios = _ratios(stdout)
+    missing = unavailable()
+    for name, why in missing.items():
+        assert f"**{name}**: skipped, {why}" in stdout
+    installed = [acc.name for acc in ACCUMULATORS if acc.name not in missing]
+    if not installed:
+        pytest.skip("no library accumulator is installed (pip install callsafe[sdks])")
+    for name in installed:
+        for shape in ("many", "grow"):
+            for ref in ("core", "target-memory"):
+                assert ratios[f"{shape}/{ref}-vs-{name}"] > 0 and ratios[f"{shape}/{ref}-vs-{name}@cpu"] > 0
+        assert ratios[f"many/{name}"] > 0 and ratios[f"many/{name}@cpu"] > 0
+    for shape in ("many", "grow"):
+        worst = max(ratios[f"{shape}/core-vs-{name}@cpu"] for name in installed)
+        assert ratios[f"ref-vs-fastest-lib/{shape}@cpu"] == worst
+    assert "### The reference against each library accumulator" in stdout and "What each library does" in stdout
+
+
 def test_a_section_is_replaced_not_repeated(tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT))
     try:
@@ -74,3 +105,234 @@ def test_a_section_is_replaced_not_repeated(tmp_path: Path) -> None:
     text = path.read_text()
     assert text.startswith("# head 2") and "second" in text and "first" not in text and "bee" in text
     assert text.index("second") < text.index("bee")
+
+
+def test_quick_scaling_run_compares_one_process_local_workers_and_dask(tmp_path: Path) -> None:
+    pytest.importorskip("distributed", reason="Dask distributed is not installed (callsafe[dask])")
+    results = tmp_path / "RESULTS.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "scaling", "--results", str(results)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    ratios = _ratios(done.stdout)
+    assert ratios["speedup/one process"] == ratios["cpu/one process"] == 1.0
+    for variant in ("processes-2", "dask-1", "dask-2"):
+        assert ratios[f"speedup/{variant}"] > 0 and ratios[f"cpu/{variant}"] > 0, variant
+    assert ratios["speedup/dask-2 vs dask-1"] > 0
+    text = results.read_text()
+    assert "## Scaling out certification" in text and "traces/s" in text and "(quick)" in text
+    assert "Every variant wrote the single-process report" in text
+
+
+def _quick(name: str, results: Path, env: dict[str, str] | None = None) -> str:
+    """``python -m bench --quick --only NAME`` into ``results``; its stdout."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", name, "--results", str(results)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout
+
+
+def test_quick_throughput_run_reports_every_variant_against_the_oracle(tmp_path: Path) -> None:
+    results = tmp_path / "RESULTS.md"
+    ratios = _ratios(_quick("throughput", results))
+    for store in ("memory", "sqlite"):
+        for name in (f"inprocess/{store}", f"certify/{store}-w1", f"certify/{store}-w2"):
+            assert ratios[name] > 0 and ratios[f"{name}@cpu"] > 0, name
+        assert ratios[f"speedup/{store}"] > 0 and ratios[f"speedup/{store}-no-startup"] > 0
+    assert ratios["sqlite-over-memory"] > 0
+    text = results.read_text()
+    assert "## Certification throughput" in text and "(quick)" in text
+    assert "floor: the oracle alone" in text and "certify, SQLite, workers=2" in text
+    assert "pool's fixed" in text and "traces/s" in text
+
+
+def test_quick_durable_run_measures_sqlite_and_postgres_only_when_reachable(tmp_path: Path) -> None:
+    """SQLite always; PostgreSQL when CALLSAFE_PG_DSN is set (CI starts a server), and
+    "not measured" with the reason, never a number, when it is not."""
+    import os
+
+    env = dict(os.environ)
+    dsn = env.get("CALLSAFE_PG_DSN", "")
+    results = tmp_path / "RESULTS.md"
+    ratios = _ratios(_quick("durable", results, env))
+    for name in ("sqlite/shipped", "sqlite/shipped-vs-commits", "sqlite/normal", "sqlite/normal-vs-commits"):
+        assert ratios[name] > 0 and ratios[f"{name}@cpu"] > 0, name
+    text = results.read_text()
+    assert "## Durable decisions" in text and "floor: the shipped store's commits" in text
+    pg = [name for name in ratios if name.startswith("pg/")]
+    if dsn:
+        assert "Not measured" not in text and "2 replicas racing" in text
+        for name in ("pg/1-replica", "pg/2-replicas", "pg/1-replica-vs-commits", "pg/2-replicas-vs-commits"):
+            assert ratios[name] > 0, name
+    else:
+        assert pg == [] and "Not measured: CALLSAFE_PG_DSN is not set" in text
+    if dsn:  # and without the server, the same run says why it measured nothing
+        env.pop("CALLSAFE_PG_DSN")
+        ratios = _ratios(_quick("durable", results, env))
+        assert [name for name in ratios if name.startswith("pg/")] == []
+        assert "Not measured: CALLSAFE_PG_DSN is not set" in results.read_text()
+
+
+def test_the_durable_floor_commits_exactly_as_the_store_does(tmp_path: Path) -> None:
+    """The fairness claim of the durable benchmark: the floor mirroring the store makes the
+    same commits at the same synchronous levels, read the same way (SQLite's trace)."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.decisions import decision_events, ledger_rows, profile_store, sqlite_connect, sqlite_floor
+    finally:
+        sys.path.remove(str(ROOT))
+    profile = profile_store(tmp_path, "adaptive")
+    assert sorted(set(profile.commits)) == ["FULL", "NORMAL"] and profile.commits.count("FULL") == 1
+    _, keys = decision_events(4)
+    conn = sqlite_connect(tmp_path / "floor.sqlite3")
+    levels: list[str] = []
+    level = [""]
+
+    def trace(sql: str) -> None:
+        words = sql.upper().split()
+        if words[:2] == ["PRAGMA", "SYNCHRONOUS"]:
+            level[0] = words[-1]
+        elif words[:1] == ["COMMIT"]:
+            levels.append(level[0])
+
+    conn.set_trace_callback(trace)
+    sqlite_floor(conn, ledger_rows(keys, profile), profile.commits)()
+    assert levels == list(profile.commits) * len(keys)
+    assert conn.execute("SELECT count(*), count(DISTINCT call_id) FROM ledger").fetchone() == (len(levels), 4)
+    conn.close()
+
+
+def test_the_durable_check_refuses_a_call_run_twice_or_missing() -> None:
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.decisions import decision_events
+        from bench.durable import _ran_once
+    finally:
+        sys.path.remove(str(ROOT))
+    _, keys = decision_events(3)
+    _ran_once(keys, keys, "ok")
+    with pytest.raises(AssertionError, match="1 more than once"):
+        _ran_once([*keys, keys[0]], keys, "twice")
+    with pytest.raises(AssertionError, match="2 of 3 calls ran"):
+        _ran_once(keys[:2], keys, "missing")
+
+
+def _bench_module(name: str) -> Any:
+    """``bench.<name>``, imported from the repository root (bench is not installed)."""
+    import importlib
+
+    sys.path.insert(0, str(ROOT))
+    try:
+        return importlib.import_module(f"bench.{name}")
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+def test_quick_exploration_run_compares_the_explorer_with_tlc_on_the_same_states(tmp_path: Path) -> None:
+    """With TLC: both counted the same 217 states (the run fails otherwise) and every ratio
+    is there; without Java or tla2tools.jar: "not applicable", and no number."""
+    results = tmp_path / "RESULTS.md"
+    stdout = _quick("exploration", results)
+    text = results.read_text()
+    assert "## Exploration speed" in text and "(quick)" in text
+    if _bench_module("exploration").tlc_available() is not None:
+        assert "Not applicable on this machine" in text and "tlc-w1" not in text
+        return
+    ratios = _ratios(stdout)
+    for workers in ("tlc-w1", "tlc-w2"):
+        for suffix in ("", "@process", "@cpu", "@rss"):
+            assert ratios[f"217/{workers}{suffix}"] > 0, workers + suffix
+    assert "| 1 call, 1 turn | 217    | callsafe |" in text and "RSS at search start" in text
+
+
+def test_the_exploration_benchmark_refuses_a_different_state_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TLC that counts one state fewer than the explorer stops the benchmark: a speed
+    comparison of two different searches means nothing."""
+    exploration = _bench_module("exploration")
+    shape = exploration.QUICK_SHAPES[0]
+
+    def explorer(config: object) -> Any:
+        return exploration.Measure(wall=1.0, cpu=1.0, search_wall=0.5, states=217, generated=2818)
+
+    def tlc(tla: Path, cfg: Path, workers: int) -> Any:
+        return exploration.Measure(wall=3.0, cpu=3.0, search_wall=2.0, states=216, generated=2818)
+
+    monkeypatch.setattr(exploration, "run_explorer", explorer)
+    monkeypatch.setattr(exploration, "run_tlc", tlc)
+    with pytest.raises(AssertionError, match=r"found 216 distinct states .* the explorer 217"):
+        exploration.measure(shape, 1, tmp_path)
+
+
+def test_quick_bugpower_run_scores_both_sides_on_three_mutants(tmp_path: Path) -> None:
+    results = tmp_path / "RESULTS.md"
+    ratios = _ratios(_quick("bugpower", results))
+    assert ratios["mutants"] == 3
+    assert ratios["caught/callsafe"] == 3  # the selftest catches these three
+    for side in ("hypothesis-same", "hypothesis-long"):
+        assert 0 <= ratios[f"caught/{side}"] <= ratios[f"found/{side}"] <= 3
+    text = results.read_text()
+    assert "## Bug-finding power" in text and "(quick)" in text
+    for row in ("| dispatch-on-parse ", "| merge-by-index ", "| never-execute ", "| reference (control) "):
+        assert row in text
+    assert "control (reference): callsafe ran" in text
+
+
+def test_the_plain_machine_judges_each_event_as_the_harness_does() -> None:
+    """The baseline is not blind: a completed call that the never-execute mutant drops
+    fails the machine's invariant, with LIVE-DISPATCH, and the same events pass on the
+    reference implementation."""
+    from callsafe.certify.targets import describe, resolve_target
+
+    plain = _bench_module("plain_machine")
+    outcomes = {}
+    for spec in ("callsafe.targets.mutants:never_execute", "reference:memory"):
+        factory = resolve_target(spec)
+        probe = plain.PlainProbe(factory, describe(factory, spec).capabilities, budget=60)
+        machine = plain.plain_machine(probe)()
+        machine.turn_started("t1", "u1", "acme")
+        machine.call_opened("t1", "r1", "i1", "c1", "note")
+        machine.fragment("t1", "r1", "i1", "c1", 0, '{"n":1}')
+        machine.every_invariant_holds()
+        machine.call_terminal("t1", "r1", "i1", "c1", "e1", "completed")
+        try:
+            machine.every_invariant_holds()
+        except AssertionError as exc:
+            outcomes[spec] = str(exc)
+        machine.teardown()
+        assert probe.executing == (spec == "reference:memory")
+        if spec in outcomes:
+            assert probe.first_failure is not None and probe.smallest is not None and len(probe.smallest) == 4
+    assert "LIVE-DISPATCH" in outcomes["callsafe.targets.mutants:never_execute"]
+    assert "reference:memory" not in outcomes
+
+
+def test_the_first_violation_is_found_among_the_runs_by_its_events() -> None:
+    """The recorder matches a trace to the target that ran it: a replay is delivered as the
+    events it repeats and a restart is a call, not an event."""
+    from callsafe.certify.harness import check_trace
+    from callsafe.certify.targets import resolve_target
+    from callsafe.model.vocabulary import CallOpened, Replay, Restart, ToolSpec, Trace, TurnStarted
+
+    bugpower = _bench_module("bugpower")
+    recorder = bugpower._Recorder(resolve_target("reference:memory"))
+    events = (TurnStarted("t1", "u1", "acme"), CallOpened("t1", "r1", "i1", "c1", "note"), Restart(), Replay(0, 2))
+    trace = Trace(events, {"note": ToolSpec()})
+    other = Trace(events[:2], {"note": ToolSpec()})
+    check_trace(recorder, other)
+    check_trace(recorder, trace)
+    ran, first = recorder.first_run_of(trace), recorder.first_run_of(other)
+    assert ran is not None and first is not None  # (describe() builds a target too, which receives nothing)
+    assert ran is recorder.built[-1] and len(ran.events) == 4 and ran.closed_at < float("inf")
+    assert first.events == list(other.events) and first.closed_at < ran.closed_at

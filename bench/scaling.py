@@ -1,0 +1,215 @@
+"""The scaling benchmark: one certification on one process, on local worker processes and
+on a Dask cluster of one and of two workers, side by side.
+
+Issue "Scale out certification on Dask", item 5: the speed-up measured here, 1 against 2
+workers. What runs is ``callsafe certify reference:memory`` (the reference implementation
+over its in-memory store: every trace builds a fresh target, no disk) with the catalog,
+the random walks and the exhaustive enumeration, no minimisation. The variants:
+
+* **one process**: the floor; traces run in the driver, no partitions;
+* **processes-2**: ``--workers 2``, a spawned pool of two processes (started inside each
+  run, as the command line does);
+* **dask-1**, **dask-2**: ``--scheduler``, a cluster started beforehand as the README says
+  (``dask scheduler`` and ``dask worker --nworkers N --nthreads 1`` as subprocesses on
+  loopback), so its start is not timed; connecting to it is.
+
+Each variant is timed ``repeat`` times, interleaved, best kept (:mod:`bench.common`); wall
+time gives the speed-up, CPU time is counted over *every* process of the run (the driver,
+the pool, the scheduler and the workers: ``psutil`` on the live descendants, and the
+reaped children's times), so the CPU ratio is the price of distributing the work. The
+reports of all variants are compared (outside the timed region) with the single-process
+one, apart from timings and the execution account: a variant that ran other traces
+cannot look fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench.common import ROOT, Config, Section, busy_note, markdown_table
+from callsafe.certify.harness import Certification, Options, certify
+from callsafe.certify.report import VARYING, report_json
+
+NAME = "scaling"
+TITLE = "Scaling out certification (local processes, Dask)"
+SPEC = "reference:memory"
+
+
+def _cpu_all() -> float:
+    """CPU seconds of this process, its reaped children and its live descendants."""
+    import psutil
+
+    me = psutil.Process()
+    times = me.cpu_times()
+    total: float = times.user + times.system + times.children_user + times.children_system
+    for child in me.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            t = child.cpu_times()
+            total += t.user + t.system
+    return total
+
+
+@contextlib.contextmanager
+def _cluster(workers: int, folder: Path) -> Iterator[str]:
+    """A scheduler and ``workers`` single-threaded workers as subprocesses on loopback."""
+    from distributed import Client
+
+    info = folder / f"scheduler-{workers}.json"
+    quiet: dict[str, object] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": ROOT}
+    dask = [sys.executable, "-m", "dask"]
+    scheduler = subprocess.Popen(
+        [*dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
+        **quiet,
+    )
+    processes = [scheduler]
+    try:
+        processes.append(
+            subprocess.Popen(
+                [
+                    *dask,
+                    "worker",
+                    "--scheduler-file",
+                    str(info),
+                    "--nworkers",
+                    str(workers),
+                    "--nthreads",
+                    "1",
+                    "--host",
+                    "127.0.0.1",
+                    "--no-dashboard",
+                ],
+                **quiet,
+            )
+        )
+        started = time.monotonic()
+        while not info.exists() and time.monotonic() - started < 60:
+            time.sleep(0.1)
+        address = json.loads(info.read_text(encoding="utf-8"))["address"]
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(workers, timeout=120)
+        yield address
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _drop(doc: dict[str, Any], path: list[str]) -> None:
+    head, *rest = path
+    for key in list(doc) if head == "*" else [head]:
+        if not rest:
+            doc.pop(key, None)
+        elif isinstance(doc.get(key), dict):
+            _drop(doc[key], rest)
+
+
+def _normalised(cert: Certification) -> str:
+    """report.json's text without the parts that say when and how the run was executed."""
+    doc = copy.deepcopy(report_json(cert))
+    for path in VARYING:
+        _drop(doc, path.split("."))
+    return json.dumps(doc, indent=1, ensure_ascii=False)
+
+
+def _measure(
+    variants: list[tuple[str, Options]], repeat: int
+) -> tuple[dict[str, float], dict[str, float], dict[str, Any]]:
+    """Best wall and all-process CPU seconds of each variant, interleaved; and its last run."""
+    wall: dict[str, float] = {name: float("inf") for name, _ in variants}
+    cpu: dict[str, float] = dict(wall)
+    last: dict[str, Certification] = {}
+    for _ in range(repeat):
+        for name, opts in variants:
+            gc.collect()
+            c0, t0 = _cpu_all(), time.perf_counter()
+            last[name] = certify(SPEC, opts)
+            t1, c1 = time.perf_counter(), _cpu_all()
+            wall[name] = min(wall[name], t1 - t0)
+            cpu[name] = min(cpu[name], c1 - c0)
+    return wall, cpu, last
+
+
+def run(config: Config) -> Section:
+    options = Options(
+        depth=1 if config.quick else 3,
+        walks=20 if config.quick else 200,
+        generators=("catalog", "walks", "exhaustive"),
+        minimize=False,
+    )
+    repeat = 1 if config.quick else config.repeat
+    with (
+        tempfile.TemporaryDirectory(prefix="callsafe-bench-") as tmp,
+        _cluster(1, Path(tmp)) as one_worker,
+        _cluster(2, Path(tmp)) as two_workers,
+    ):
+        variants = [
+            ("one process", options),
+            ("processes-2", Options(**{**vars(options), "workers": 2})),
+            ("dask-1", Options(**{**vars(options), "scheduler": one_worker})),
+            ("dask-2", Options(**{**vars(options), "scheduler": two_workers})),
+        ]
+        wall, cpu, last = _measure(variants, repeat)
+    floor = _normalised(last["one process"])
+    different = [name for name, cert in last.items() if _normalised(cert) != floor]
+    if different:
+        raise RuntimeError(f"{', '.join(different)} wrote another report than one process did")
+    return _section(options, repeat, wall, cpu, {name: cert.traces_run for name, cert in last.items()})
+
+
+def _section(
+    options: Options, repeat: int, wall: dict[str, float], cpu: dict[str, float], traces: dict[str, int]
+) -> Section:
+    floor = "one process"
+    rows = [
+        [
+            name,
+            str(traces[name]),
+            f"{wall[name]:.2f}",
+            f"{traces[name] / wall[name]:,.0f}",
+            f"{wall[floor] / wall[name]:.2f}",
+            f"{cpu[name]:.2f}",
+            f"{cpu[name] / cpu[floor]:.2f}",
+        ]
+        for name in wall
+    ]
+    table = markdown_table(
+        ["variant", "traces", "wall s", "traces/s", "speed-up (wall)", "CPU s, all processes", "CPU / one process"],
+        rows,
+    )
+    ratios: dict[str, float] = {}
+    for name in wall:
+        ratios[f"speedup/{name}"] = round(wall[floor] / wall[name], 3)
+        ratios[f"cpu/{name}"] = round(cpu[name] / cpu[floor], 3)
+    ratios["speedup/dask-2 vs dask-1"] = round(wall["dask-1"] / wall["dask-2"], 3)
+    note = busy_note()
+    text = [
+        f"## {TITLE}",
+        "",
+        f"`callsafe certify {SPEC}` (in-memory store), generators {', '.join(options.generators)}: exhaustive depth "
+        f"{options.depth}, {options.walks} walks, seed {options.seed}, no minimisation; partitions of 256 traces; best "
+        f"of {repeat}, interleaved. Speed-up = one process's wall time / the variant's. CPU is summed over every "
+        f"process of the run (driver, pool, scheduler, workers). Every variant wrote the single-process report.",
+        "",
+        table,
+        "",
+        f"Dask, 2 workers against 1: {ratios['speedup/dask-2 vs dask-1']:.2f}x. The machine has {os.cpu_count()} "
+        "logical CPUs, shared with the driver and the scheduler, so two workers cannot reach 2x here.",
+    ]
+    if note:
+        text += ["", note]
+    return Section(NAME, TITLE, "\n".join(text) + "\n", ratios)

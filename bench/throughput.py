@@ -1,0 +1,353 @@
+"""The certification-throughput benchmark: traces per second, run and judged against the
+reference implementation (memory and SQLite stores), in one process and with two workers.
+
+Issue "Benchmarks", item 3. Every variant judges the same traces: ``callsafe certify``'s
+default generators (catalog, coverage, synthesis, 200 walks, exhaustive), the exhaustive one
+at depth 2 rather than 3 (see :data:`FULL_OPTIONS`; ``--quick``: the catalog and 20 walks).
+Both stores declare the same capabilities, so the harness plans the same traces for them,
+and the generators are deterministic; each run is checked after the clock stops (every
+trace ran, nothing violated, no target error), so a variant that skipped work cannot look
+fast.
+
+* **floor: the oracle alone.** The model judges each trace (:func:`callsafe.model.oracle.judge`:
+  its verdicts and lifecycle steps), with no target. A certification cannot do less per
+  trace, so the ratio to it is what running a real target and judging its observations
+  costs beyond the model.
+* **in process** (:func:`callsafe.certify.harness.run_traces`, traces listed beforehand,
+  :data:`CHUNK` at a time):
+  oracle, a fresh target per trace, the run through the harness's spies, judging the
+  observations, over the memory store and over SQLite (a file per trace, as shipped:
+  ``synchronous="adaptive"``, an fsync per dispatch claim and per stop).
+* **certify, end to end** (:func:`callsafe.certify.harness.certify`, what ``callsafe
+  certify`` runs, minimisation off): generation, partitions, judging and bookkeeping, with
+  ``workers=1`` and ``workers=2``. Two workers are a pool of spawned processes, so their
+  CPU time is counted with this process's. The pool's fixed cost (spawn two interpreters,
+  import the harness, build a target, shut down) is measured on its own; subtracting it
+  gives an upper bound of the speed-up without it (the parent plans while the workers start).
+
+The coverage suite (a graph search) and the z3-synthesised traces are built once per
+process and cached by the harness; the timed runs find them built, and the one-off cost of
+building them (what a fresh ``callsafe certify`` process pays once) is printed apart.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from bench.common import Config, Section, Timing, busy_note, markdown_table
+from bench.prepared_timing import Prepare, Work, best_of_prepared
+from callsafe.certify.harness import Certification, Options, certify, plan_partitions, run_traces
+from callsafe.certify.targets import describe, resolve_target
+from callsafe.model.oracle import judge
+from callsafe.model.vocabulary import Trace
+
+__all__ = ["NAME", "TITLE", "run"]
+
+NAME = "throughput"
+TITLE = "Certification throughput: traces per second against the reference implementation"
+
+TARGETS = {"memory": "reference:memory", "SQLite": "reference"}
+QUICK_OPTIONS = Options(generators=("catalog", "walks"), walks=20, minimize=False)
+# Every default generator, the exhaustive one at depth 2 (620 traces): at the default depth 3
+# (5972 traces) one run against SQLite as shipped takes minutes (an fsync per claim), and a
+# benchmark that runs it a dozen times would occupy a shared machine's disk for an hour.
+FULL_OPTIONS = Options(depth=2, minimize=False)
+CHUNK = 256  # traces per run_traces call in process: the harness's partition size
+WORKERS = 2
+
+
+def _list_traces(options: Options, spec: str) -> list[Trace]:
+    """The traces a certification of ``spec`` with ``options`` runs, in its order."""
+    factory = resolve_target(spec)
+    info = describe(factory, spec)
+    return [trace for partition in plan_partitions(options, info, {}, None) for trace in partition.traces()]
+
+
+def _same_traces(options: Options) -> None:
+    """Both stores must be planned the same traces, else their times are not comparable."""
+    infos = [describe(resolve_target(spec), spec) for spec in TARGETS.values()]
+    if len({(i.protocol, i.capabilities) for i in infos}) != 1:
+        raise AssertionError("the memory and SQLite targets declare different capabilities: different traces")
+
+
+# ------------------------------------------------------------------------------------
+# variants: each a preparation whose exit checks what the timed run did
+# ------------------------------------------------------------------------------------
+
+
+def _timed(run: Callable[[], Any], check: Callable[[Any], None]) -> Prepare:
+    """A variant that needs no fresh state: run, keep the result, check it after the clock."""
+
+    @contextmanager
+    def prepare() -> Iterator[Work]:
+        kept: list[Any] = []
+
+        def work() -> int:
+            kept.append(run())
+            return 0
+
+        yield work
+        check(kept[0])
+
+    return prepare
+
+
+def _check_listed(expected: int) -> Callable[[Any], None]:
+    def check(traces: list[Trace]) -> None:
+        if len(traces) != expected:
+            raise AssertionError(f"listing the traces again gave {len(traces)}, not {expected}")
+
+    return check
+
+
+def _oracle(traces: Sequence[Trace]) -> Callable[[], int]:
+    """The floor: the model's verdicts for each trace, counted (not kept, as above)."""
+
+    def run() -> int:
+        judged = 0
+        for trace in traces:
+            judge(trace)
+            judged += 1
+        return judged
+
+    return run
+
+
+def _check_oracle(expected: int) -> Callable[[Any], None]:
+    def check(judged: int) -> None:
+        if judged != expected:
+            raise AssertionError(f"the oracle judged {judged} traces, not {expected}")
+
+    return check
+
+
+def _in_process(spec: str, traces: Sequence[Trace]) -> Callable[[], tuple[int, list[str]]]:
+    """Run and judge ``traces`` here, :data:`CHUNK` at a time, keeping only a summary (the
+    traces that ran; those violated or with target errors): holding every run's
+    observations until the end would make each garbage collection slower than the last,
+    which a certification, which summarises as it goes, does not pay."""
+
+    def run() -> tuple[int, list[str]]:
+        ran, bad = 0, []
+        for start in range(0, len(traces), CHUNK):
+            for checked in run_traces(spec, traces[start : start + CHUNK]):
+                if checked.missing:
+                    continue
+                ran += 1
+                if checked.violated or (checked.run is not None and checked.run.errors):
+                    bad.append(checked.trace.name)
+        return ran, bad
+
+    return run
+
+
+def _check_in_process(label: str, expected: int) -> Callable[[Any], None]:
+    def check(summary: tuple[int, list[str]]) -> None:
+        ran, bad = summary
+        if ran != expected or bad:
+            raise AssertionError(f"{label}: {ran} of {expected} traces ran; violated or errors: {bad[:3]}")
+
+    return check
+
+
+def _check_certification(label: str, expected: int) -> Callable[[Any], None]:
+    def check(cert: Certification) -> None:
+        if cert.traces_run != expected or not cert.ok or cert.errors or cert.budget_exhausted:
+            raise AssertionError(
+                f"{label}: {cert.traces_run} of {expected} traces ran, violated {cert.violated}, "
+                f"errors {cert.errors[:3]}"
+            )
+
+    return check
+
+
+def _ready(spec: str, queue: Any) -> None:
+    """A pool worker's fixed cost: import the harness and resolve the target (the harness's
+    worker initialiser), and build one target (the imports its first trace would pay)."""
+    import callsafe.certify.harness  # noqa: F401  (what a worker imports to run partitions)
+
+    describe(resolve_target(spec), spec)
+    queue.put(os.getpid())
+
+
+def _pool_cycle(spec: str) -> Prepare:
+    """Start a pool of spawned workers, wait until every one is ready, shut it down."""
+
+    @contextmanager
+    def prepare() -> Iterator[Work]:
+        ctx = multiprocessing.get_context("spawn")
+        queue = ctx.Queue()
+        pids: set[int] = set()
+
+        def work() -> int:
+            pool = ctx.Pool(WORKERS, initializer=_ready, initargs=(spec, queue))
+            try:
+                pids.update(queue.get(timeout=300) for _ in range(WORKERS))
+            finally:
+                pool.close()
+                pool.join()
+            return 0
+
+        yield work
+        queue.close()
+        if len(pids) != WORKERS:
+            raise AssertionError(f"{len(pids)} of {WORKERS} pool workers started")
+
+    return prepare
+
+
+# ------------------------------------------------------------------------------------
+# reporting
+# ------------------------------------------------------------------------------------
+
+
+def _rate(n: int, ns: int) -> str:
+    return f"{n / (ns / 1e9):.0f}"
+
+
+def _x(value: float) -> str:
+    return f"{value:.2f}x"
+
+
+def _in_process_table(best: dict[str, Timing], names: Sequence[str], n: int, floor: Timing) -> str:
+    rows = []
+    for name in names:
+        t = best[name]
+        rows.append(
+            [
+                name,
+                f"{t.wall / 1e9:.2f}",
+                f"{t.cpu / 1e9:.2f}",
+                _rate(n, t.wall),
+                f"{t.cpu / n / 1e3:.0f}",
+                _x(t.wall / floor.wall),
+                _x(t.cpu / floor.cpu),
+            ]
+        )
+    header = ["variant", "wall s", "CPU s", "traces/s (wall)", "CPU us/trace", "ratio (wall)", "ratio (CPU)"]
+    return markdown_table(header, rows)
+
+
+def run(config: Config) -> Section:
+    """Headline ratios (time per trace; ``@cpu`` by CPU time): ``inprocess/memory`` and
+    ``inprocess/sqlite`` against the oracle alone; ``sqlite-over-memory`` (in process);
+    ``certify/<store>-w1`` and ``certify/<store>-w2`` against the oracle alone;
+    ``speedup/<store>`` (workers=1 wall over workers=2 wall, >1 is faster) and
+    ``speedup/<store>-no-startup`` (the pool's start-up subtracted)."""
+    options = QUICK_OPTIONS if config.quick else FULL_OPTIONS
+    repeat = 2 if config.quick else min(config.repeat, 3)  # a full run takes a minute: 3 are enough
+    _same_traces(options)
+    started = time.perf_counter()
+    traces = _list_traces(options, TARGETS["memory"])  # builds (and caches) coverage and synthesis
+    cold = time.perf_counter() - started
+    n = len(traces)
+
+    variants: list[tuple[str, Prepare]] = [
+        (
+            "generation alone (listing the traces)",
+            _timed(lambda: _list_traces(options, TARGETS["memory"]), _check_listed(n)),
+        ),
+        ("floor: the oracle alone", _timed(_oracle(traces), _check_oracle(n))),
+    ]
+    for store, spec in TARGETS.items():
+        label = f"in process, {store}"
+        variants.append((label, _timed(_in_process(spec, traces), _check_in_process(label, n))))
+    for store, spec in TARGETS.items():
+        for workers in (1, WORKERS):
+            label = f"certify, {store}, workers={workers}"
+            opts = replace(options, workers=workers)
+            variants.append((label, _timed(functools.partial(certify, spec, opts), _check_certification(label, n))))
+    pool = f"pool of {WORKERS} spawned workers: start and shut down"
+    variants.append((pool, _pool_cycle(TARGETS["memory"])))
+    best = best_of_prepared(variants, repeat, keep_gc=True)
+    floor = best["floor: the oracle alone"]
+
+    ratios: dict[str, float] = {}
+    for store in TARGETS:
+        t = best[f"in process, {store}"]
+        ratios[f"inprocess/{store.lower()}"] = t.wall / floor.wall
+        ratios[f"inprocess/{store.lower()}@cpu"] = t.cpu / floor.cpu
+    mem, sql = best["in process, memory"], best["in process, SQLite"]
+    ratios["sqlite-over-memory"] = sql.wall / mem.wall
+    ratios["sqlite-over-memory@cpu"] = sql.cpu / mem.cpu
+    startup = best[pool]
+    speed_rows = []
+    for store in TARGETS:
+        one, two = best[f"certify, {store}, workers=1"], best[f"certify, {store}, workers={WORKERS}"]
+        key = store.lower()
+        ratios[f"certify/{key}-w1"] = one.wall / floor.wall
+        ratios[f"certify/{key}-w1@cpu"] = one.cpu / floor.cpu
+        ratios[f"certify/{key}-w{WORKERS}"] = two.wall / floor.wall
+        ratios[f"certify/{key}-w{WORKERS}@cpu"] = two.cpu / floor.cpu
+        ratios[f"speedup/{key}"] = one.wall / two.wall
+        without = max(two.wall - startup.wall, 1)
+        ratios[f"speedup/{key}-no-startup"] = one.wall / without
+        speed_rows.append(
+            [
+                store,
+                f"{_rate(n, one.wall)} / {_rate(n, two.wall)}",
+                _x(one.wall / two.wall),
+                _rate(n, without),
+                _x(one.wall / without),
+                f"{one.cpu / 1e9:.1f} / {two.cpu / 1e9:.1f}",
+            ]
+        )
+
+    generators = ", ".join(options.generators)
+    lines = [f"## {TITLE}", ""]
+    note = busy_note()
+    if note:
+        lines += [f"> {note}", ""]
+    lines += [
+        f"{n} traces: generators {generators} (depth {options.depth}, {options.walks} walks, seed {options.seed}),",
+        "the same for every variant; every run checked afterwards (all traces ran, nothing violated, no target",
+        f"error). Best of {repeat}, interleaved; CPU time includes the worker processes. Building the coverage suite",
+        f"and the z3 traces the first time took {cold:.1f} s (once per process; cached in the timed runs).",
+        "",
+        "### In process, the traces listed beforehand",
+        "",
+        "Ratios are time per trace against the floor: the oracle alone (the model's verdicts, no target).",
+        "",
+        _in_process_table(
+            best,
+            [
+                "floor: the oracle alone",
+                "in process, memory",
+                "in process, SQLite",
+                "generation alone (listing the traces)",
+            ],
+            n,
+            floor,
+        ),
+        "",
+        f"SQLite over memory: {_x(sql.wall / mem.wall)} wall, {_x(sql.cpu / mem.cpu)} CPU (a store file per trace,",
+        "an fsync per claim and per stop).",
+        "",
+        "### `certify`, end to end: generation, runs, judging, bookkeeping",
+        "",
+        _in_process_table(best, [name for name, _ in variants if name.startswith("certify")], n, floor),
+        "",
+        f"Workers: traces/s with 1 and {WORKERS} workers (wall), the speed-up, and the same without the pool's fixed",
+        f"cost: starting and stopping {WORKERS} spawned workers took {startup.wall / 1e9:.2f} s wall "
+        f"({startup.cpu / 1e9:.2f} s CPU). The machine has {os.cpu_count()} CPUs.",
+        "",
+        markdown_table(
+            [
+                "store",
+                f"traces/s, 1 / {WORKERS} workers",
+                "speed-up",
+                "traces/s without start-up",
+                "speed-up without start-up",
+                f"CPU s, 1 / {WORKERS} workers",
+            ],
+            speed_rows,
+        ),
+    ]
+    return Section(NAME, TITLE, "\n".join(lines), ratios)
