@@ -21,8 +21,9 @@ How the rules are written, so that one text serves every reader:
   :mod:`callsafe.model.system` decides the event (open, dispatch).
 * :func:`enabled`, :func:`successor`, :func:`canonical` and :data:`CALL_CHECKS` are
   written against :class:`callsafe.model.ops.Ops`: they branch in Python only on what a
-  configuration fixes, never on the state. The explorer evaluates them over values; the z3
-  encoding and the TLA+ export evaluate the very same functions over terms.
+  configuration fixes, never on the state. :class:`SystemModel` evaluates them over
+  values; the explorer's compiled rules (:mod:`callsafe.model.compiled`), the z3 encoding
+  and the TLA+ export evaluate the very same functions over terms.
 * An internal step (parse, validate, dispatch) is enabled where the lifecycle table gives
   its event a transition from the call's state, so a mutant table that, say, lets a
   terminal candidate dispatch is explored without touching this file.

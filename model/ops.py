@@ -4,13 +4,16 @@ Why: the rules of :mod:`callsafe.model.abstract` (which actions are enabled, wha
 canonicalisation, the state invariants) are written once, against the small interface
 :class:`Ops`, and read three ways:
 
-* :class:`Concrete` (here): Python values; the explorer of :mod:`callsafe.model.graph`;
+* :class:`Concrete` (here): Python values, one step at a time; what
+  :meth:`~callsafe.model.abstract.SystemModel.next_state` runs, the reference;
+* ``PyOps`` (:mod:`callsafe.model.compiled`): Python source, compiled once per
+  configuration; the inner loop of the explorer of :mod:`callsafe.model.graph`;
 * ``Z3Ops`` (:mod:`callsafe.model.z3_encoding`): z3 terms; bounded model checking and
   k-induction;
 * ``TlaOps`` (:mod:`callsafe.model.tla`): TLA+ expressions; the module TLC checks.
 
-So the z3 transition relation and the TLA+ ``Next`` are not a second statement of the
-rules: they are the same code, evaluated over terms instead of values. The rules may
+So the compiled explorer, the z3 transition relation and the TLA+ ``Next`` are not a
+second statement of the rules: they are the same code, evaluated over terms instead of values. The rules may
 branch in Python on what is fixed for a configuration (the action, its target, the
 enabled controls) but never on the state: every state-dependent choice goes through
 :meth:`Ops.ite`, :meth:`Ops.pick` or the lifecycle table (:meth:`Ops.outcome`).
