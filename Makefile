@@ -9,7 +9,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 REPORT  ?= reports/reference
 
-.PHONY: certify test lint typecheck render model venv clean
+.PHONY: certify test lint typecheck render model bench venv clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,6 +28,10 @@ model: $(STAMP)
 
 render: $(STAMP)
 	$(BIN)/callsafe render --out out
+
+# the benchmarks (bench/RESULTS.md); PostgreSQL figures need CALLSAFE_PG_DSN (tools/postgres.sh start)
+bench: $(STAMP)
+	$(BIN)/python -m bench
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
