@@ -144,16 +144,7 @@ def run_callsafe(mutant: Mutant, options: Options = SELFTEST_OPTIONS) -> Callsaf
     started = time.perf_counter()
     cert = certify(recorder, options, progress=progress)
     seconds = time.perf_counter() - started
-    sizes = [len(ce.minimal.events) for ces in cert.counterexamples.values() for ce in ces]
-    expected = [
-        len(ce.minimal.events)
-        for inv, ces in cert.counterexamples.items()
-        if not mutant.expect or inv in mutant.expect
-        for ce in ces
-    ]
-    result = MutantResult(
-        mutant, cert.violated, seconds, min(sizes) if sizes else None, expected_minimal=min(expected, default=None)
-    )
+    result = MutantResult.of(mutant, cert, seconds)
     by_invariant = {inv: min(len(ce.minimal.events) for ce in ces) for inv, ces in cert.counterexamples.items() if ces}
     firsts = []
     for examples in cert.examples.values():

@@ -29,7 +29,6 @@ cannot look fast.
 from __future__ import annotations
 
 import contextlib
-import copy
 import gc
 import json
 import os
@@ -43,7 +42,7 @@ from typing import Any
 
 from bench.common import ROOT, Config, Section, busy_note, markdown_table
 from callsafe.certify.harness import Certification, Options, certify
-from callsafe.certify.report import VARYING, report_json
+from callsafe.certify.report import comparable_text, report_json
 
 NAME = "scaling"
 TITLE = "Scaling out certification (local processes, Dask)"
@@ -118,21 +117,9 @@ def _cluster(workers: int, folder: Path) -> Iterator[str]:
                 process.wait()
 
 
-def _drop(doc: dict[str, Any], path: list[str]) -> None:
-    head, *rest = path
-    for key in list(doc) if head == "*" else [head]:
-        if not rest:
-            doc.pop(key, None)
-        elif isinstance(doc.get(key), dict):
-            _drop(doc[key], rest)
-
-
 def _normalised(cert: Certification) -> str:
     """report.json's text without the parts that say when and how the run was executed."""
-    doc = copy.deepcopy(report_json(cert))
-    for path in VARYING:
-        _drop(doc, path.split("."))
-    return json.dumps(doc, indent=1, ensure_ascii=False)
+    return comparable_text(report_json(cert))
 
 
 def _measure(

@@ -47,6 +47,7 @@ __all__ = [
     "REPORT_VERSION",
     "VARYING",
     "Reports",
+    "comparable_text",
     "html_report",
     "junit_xml",
     "report_json",
@@ -57,6 +58,27 @@ REPORT_VERSION: Final = 2  # 2: options.workers moved to execution.workers
 # The parts of report.json that say when and how a run was executed, not what it found
 # (paths; "*" stands for every generator).
 VARYING: Final = ("started_at", "timings", "execution", "generators.*.seconds", "generators.*.info.wall_seconds")
+
+
+def _drop(doc: dict[str, Any], path: list[str]) -> None:
+    head, *rest = path
+    for key in list(doc) if head == "*" else [head]:
+        if not rest:
+            doc.pop(key, None)
+        elif isinstance(doc.get(key), dict):
+            _drop(doc[key], rest)
+
+
+def comparable_text(doc: dict[str, Any]) -> str:
+    """report.json's text without the :data:`VARYING` parts: two runs of the same target
+    with the same options and seed give the same text, on one process, on N processes or
+    on a cluster (how the tests and the scaling benchmark compare them, and how a user can
+    diff two reports). ``doc`` is not changed."""
+    doc = json.loads(json.dumps(doc))
+    for path in VARYING:
+        _drop(doc, path.split("."))
+    return json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True)
+
 
 _COUNTS = {"type": "integer", "minimum": 0}
 _FINDING = {

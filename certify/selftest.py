@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from callsafe.certify.harness import Options, certify
+from callsafe.certify.harness import Certification, Options, certify
 from callsafe.certify.mutants import Mutant
 
 __all__ = ["MutantResult", "mutation_score", "run_selftest"]
@@ -40,6 +40,21 @@ class MutantResult:
             return False
         return not self.mutant.expect or bool(set(self.mutant.expect) & set(self.caught_by))
 
+    @classmethod
+    def of(cls, mutant: Mutant, cert: Certification, seconds: float) -> MutantResult:
+        """The score of one certification of ``mutant`` (shared with the bug-finding
+        benchmark, so both read a certification the same way)."""
+        sizes = [len(ce.minimal.events) for ces in cert.counterexamples.values() for ce in ces]
+        expected = [
+            len(ce.minimal.events)
+            for inv, ces in cert.counterexamples.items()
+            if not mutant.expect or inv in mutant.expect
+            for ce in ces
+        ]
+        return cls(
+            mutant, cert.violated, seconds, min(sizes, default=None), expected_minimal=min(expected, default=None)
+        )
+
 
 def run_selftest(
     mutants: Sequence[Mutant], options: Options, on_result: Callable[[MutantResult], None] | None = None
@@ -53,20 +68,7 @@ def run_selftest(
         except Exception as exc:  # a mutant that cannot be built is reported, not hidden
             result = MutantResult(mutant, [], time.perf_counter() - started, None, f"{type(exc).__name__}: {exc}")
         else:
-            sizes = [len(ce.minimal.events) for ces in cert.counterexamples.values() for ce in ces]
-            expected = [
-                len(ce.minimal.events)
-                for inv, ces in cert.counterexamples.items()
-                if not mutant.expect or inv in mutant.expect
-                for ce in ces
-            ]
-            result = MutantResult(
-                mutant,
-                cert.violated,
-                time.perf_counter() - started,
-                min(sizes) if sizes else None,
-                expected_minimal=min(expected) if expected else None,
-            )
+            result = MutantResult.of(mutant, cert, time.perf_counter() - started)
         results.append(result)
         if on_result is not None:
             on_result(result)

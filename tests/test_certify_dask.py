@@ -6,7 +6,6 @@ when a partition keeps killing workers. Skipped when Dask is not installed."""
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import signal
@@ -28,7 +27,7 @@ from callsafe.certify.harness import (
     exhaustive_bound,
     plan_partitions,
 )
-from callsafe.certify.report import VARYING, report_json
+from callsafe.certify.report import comparable_text, report_json
 from callsafe.certify.targets import describe, resolve_target
 from callsafe.generators.catalog import CATALOG
 from callsafe.generators.exhaustive import ExhaustiveStats, exhaustive_traces
@@ -50,21 +49,8 @@ def cluster() -> Iterator[Any]:
         yield client
 
 
-def _drop(doc: dict[str, Any], path: list[str]) -> None:
-    head, *rest = path
-    for key in list(doc) if head == "*" else [head]:
-        if not rest:
-            doc.pop(key, None)
-        elif isinstance(doc.get(key), dict):
-            _drop(doc[key], rest)
-
-
 def normalised(doc: dict[str, Any]) -> str:
-    """report.json's text without what says when and how the run was executed."""
-    doc = copy.deepcopy(doc)
-    for path in VARYING:
-        _drop(doc, path.split("."))
-    return json.dumps(doc, indent=1, ensure_ascii=False)
+    return comparable_text(doc)
 
 
 def _report(cert: Certification) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 
 from callsafe.certify.harness import Certification, Options, certify, check_trace
-from callsafe.certify.report import REPORT_SCHEMA, html_report, junit_xml, report_json, write_reports
+from callsafe.certify.report import REPORT_SCHEMA, comparable_text, html_report, junit_xml, report_json, write_reports
 from callsafe.certify.sequence import sequence_rows, sequence_svg
 from callsafe.generators.catalog import by_name
 
@@ -45,6 +45,22 @@ def test_report_json_follows_its_schema(tmp_path: Path) -> None:
     assert statuses["INV-LEDGER"] == "not_applicable" and statuses["INV-ONCE"] == "holds"
     assert ok["not_applicable"]["restart"] > 0 and ok["seed"] == 0
     assert ok["coverage"]["lifecycle_transitions"]["total"] == 55
+
+
+def test_comparable_text_drops_only_when_and_how_a_run_was_executed() -> None:
+    doc = report_json(limited())
+    text = comparable_text(doc)
+    again = report_json(certify("toy_targets:simple", OPTIONS))  # a second run: other timings
+    assert comparable_text(again) == text
+    assert "started_at" not in json.loads(text) and "execution" not in json.loads(text)
+    assert all("seconds" not in g for g in json.loads(text)["generators"].values())
+    assert doc["timings"] and "started_at" in doc  # the document itself is not changed
+    changed = json.loads(json.dumps(doc))
+    changed["generators"]["walks"]["ran"] += 1  # what a run found still counts
+    assert comparable_text(changed) != text
+    changed = json.loads(json.dumps(doc))
+    changed["coverage"]["lifecycle_transitions"]["hits"][0][2] += 1
+    assert comparable_text(changed) != text
 
 
 def test_junit_has_one_case_per_invariant_per_generator() -> None:
