@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import Config, Section, Timing, busy_note, markdown_table
+from bench.common import Config, Prepare, Section, Timing, Work, best_of_prepared, busy_note, markdown_table
 from bench.decisions import (
     Recorder,
     StoreProfile,
@@ -53,7 +53,6 @@ from bench.decisions import (
     sqlite_connect,
     sqlite_floor,
 )
-from bench.prepared_timing import Prepare, Work, best_of_prepared
 from callsafe.model.vocabulary import CallKey
 from callsafe.reference_impl.sqlite_store import SqliteStore
 

@@ -41,8 +41,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from bench.common import Config, Section, Timing, busy_note, markdown_table
-from bench.prepared_timing import Prepare, Work, best_of_prepared
+from bench.common import Config, Prepare, Section, Timing, Work, best_of_prepared, busy_note, markdown_table
 from callsafe.certify.harness import Certification, Options, certify, plan_partitions, run_traces
 from callsafe.certify.targets import describe, resolve_target
 from callsafe.model.oracle import judge
