@@ -299,6 +299,28 @@ def _run_one(
     return _result(generator, index, checked, time.perf_counter() - started)
 
 
+def _run_pieces(
+    factory: TargetFactory,
+    capabilities: frozenset[str],
+    partition: Partition,
+    deadline: float | None,
+    worker: str = "",
+) -> Iterator[PartitionResult]:
+    """Make a partition's traces here and run each against a fresh target, handing the
+    results back one trace at a time; the last piece has what the enumeration skipped after
+    the last trace, and ``complete=False`` when ``deadline`` stopped the partition."""
+    stats = ExhaustiveStats()
+    skipped = 0
+    for offset, trace in enumerate(partition.traces(stats)):
+        if deadline is not None and time.time() > deadline:
+            yield PartitionResult(partition, [], stats.skipped - skipped, False, worker)
+            return
+        result = _run_one(factory, capabilities, partition.generator, partition.start + offset, trace)
+        yield PartitionResult(partition, [result], stats.skipped - skipped, worker=worker)
+        skipped = stats.skipped
+    yield PartitionResult(partition, [], stats.skipped - skipped, worker=worker)
+
+
 def run_partition(
     factory: TargetFactory,
     capabilities: frozenset[str],
@@ -306,16 +328,17 @@ def run_partition(
     deadline: float | None = None,
     worker: str = "",
 ) -> PartitionResult:
-    """Make a partition's traces here and run each against a fresh target, until
-    ``deadline`` (a :func:`time.time` value: comparable across the processes of a
-    machine, and across machines as far as their clocks agree)."""
-    stats = ExhaustiveStats()
+    """A partition's results in one piece (as a worker sends them back), until ``deadline``
+    (a :func:`time.time` value: comparable across the processes of a machine, and across
+    machines as far as their clocks agree)."""
     results: list[TraceResult] = []
-    for offset, trace in enumerate(partition.traces(stats)):
-        if deadline is not None and time.time() > deadline:
-            return PartitionResult(partition, results, stats.skipped, False, worker)
-        results.append(_run_one(factory, capabilities, partition.generator, partition.start + offset, trace))
-    return PartitionResult(partition, results, stats.skipped, True, worker)
+    skipped = 0
+    complete = True
+    for piece in _run_pieces(factory, capabilities, partition, deadline, worker):
+        results += piece.results
+        skipped += piece.skipped
+        complete = piece.complete
+    return PartitionResult(partition, results, skipped, complete, worker)
 
 
 # --------------------------------------------------------------------------------------
@@ -347,16 +370,10 @@ class _InProcess:
     def run(self, partitions: Iterator[Partition], deadline: float | None) -> Iterator[PartitionResult]:
         for partition in partitions:
             self.record.partitions += 1
-            stats = ExhaustiveStats()
-            skipped = 0
-            for offset, trace in enumerate(partition.traces(stats)):
-                if deadline is not None and time.time() > deadline:
-                    yield PartitionResult(partition, [], stats.skipped - skipped, complete=False)
+            for piece in _run_pieces(self.factory, self.capabilities, partition, deadline):
+                yield piece
+                if not piece.complete:
                     return
-                result = _run_one(self.factory, self.capabilities, partition.generator, partition.start + offset, trace)
-                yield PartitionResult(partition, [result], stats.skipped - skipped)
-                skipped = stats.skipped
-            yield PartitionResult(partition, [], stats.skipped - skipped)
 
     def close(self, abort: bool = False) -> None:
         """Nothing to release."""
