@@ -484,7 +484,9 @@ def utf8_len(text: str) -> int:
     nothing, a stream of empty fragments at new positions grew a buffer with no cap
     (found by the flood tests); costing one byte, a call holds at most ``call_bytes``
     positions. Real streams send at most an empty opening delta per call."""
-    return len(text.encode("utf-8", "surrogatepass")) or 1
+    if text.isascii():  # one byte a character: no need to encode (the common case)
+        return len(text) or 1
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def apply_tool_change(tools: MutableMapping[str, ToolSpec], ev: ToolChanged) -> None:

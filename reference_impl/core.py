@@ -298,8 +298,7 @@ class Core:
         # A character is at least one byte, so a fragment with more characters than the
         # per-call cap is over it whatever its encoding: it is never encoded (a copy the
         # size of whatever a hostile stream sends), and its classification is the same.
-        # An empty fragment costs one byte (it takes a position: see the model's utf8_len).
-        size = (len(text) or 1) if text.isascii() or len(text) > limits.call_bytes else utf8_len(text)
+        size = len(text) if len(text) > limits.call_bytes else utf8_len(text)
         call = self._active.get(ident)
         if call is None:
             return self._fragment_without_call(turn, ident, position, size)
