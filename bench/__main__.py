@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import ROOT, Config, Section, machine_info, update_results
+from bench.common import ROOT, Config, Section, machine_info, ratio_line, update_results
 from bench.registry import BENCHMARKS, load
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         sections.append(section)
         print()
         print(section.markdown, flush=True)
-        print("ratios: " + ", ".join(f"{k}={v:.2f}" for k, v in section.ratios.items()), flush=True)
+        print(ratio_line(section.ratios), flush=True)
     target = args.results or (None if config.quick else RESULTS)
     if target is not None:
         update_results(target, _FILE_HEADER, sections)

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import library_accumulators as libraries
-from bench.common import Config, Section, Timing, best_of, busy_note, markdown_table
+from bench.common import Config, Section, Timing, best_of, busy_note, fmt_ratio, markdown_table
 from bench.time_guard import TimeGuard, size_label
 from callsafe.certify.runner import run_trace
 from callsafe.model.system import strict_parse
@@ -489,10 +489,6 @@ def _measure_growth(config: Config, names: Sequence[str]) -> _Growth:
     return _Growth(rows, dict(guard.stopped), frozenset(single))
 
 
-def _fmt_ratio(value: float) -> str:
-    return f"{value:.2f}x"
-
-
 def _slope(points: Sequence[tuple[int, int]]) -> float:
     """Least-squares slope of log(time) against log(size) over ``(size, time)`` points:
     1 for linear, 2 for quadratic. A fit over several sizes is less noisy than two."""
@@ -528,8 +524,8 @@ def _breakdown_table(many: _Many) -> list[str]:
         ("strict parse (`json.loads` alone: " + f"{per_call['json.loads']:.1f} us)", parse),
         ("the rest: open, terminal, claim, ledger, status, effects, store", rest),
     ]
-    table = [[what, f"{us:.1f}", f"{us / core * 100:.0f}%", _fmt_ratio(us / floor)] for what, us in rows]
-    table.append(["core, total", f"{core:.1f}", "100%", _fmt_ratio(core / floor)])
+    table = [[what, f"{us:.1f}", f"{us / core * 100:.0f}%", fmt_ratio(us / floor)] for what, us in rows]
+    table.append(["core, total", f"{core:.1f}", "100%", fmt_ratio(core / floor)])
     return [
         f"Where the core's time goes, per call (CPU; the floor spends {floor:.1f} us per call, "
         f"{many.best['floor'].cpu / many.fragments:.0f} ns per fragment):",
@@ -566,8 +562,8 @@ def _many_lines(many: _Many, skipped: dict[str, str], ratios: dict[str, float]) 
                 f"{t.wall / 1e6:.2f}",
                 f"{t.cpu / many.calls / 1e3:.1f}",
                 f"{t.cpu / many.fragments:.0f}",
-                _fmt_ratio(t.wall / floor.wall),
-                _fmt_ratio(t.cpu / floor.cpu),
+                fmt_ratio(t.wall / floor.wall),
+                fmt_ratio(t.cpu / floor.cpu),
             ]
         )
     header = ["variant", "wall ms", "CPU us/call", "CPU ns/fragment", "ratio (wall)", "ratio (CPU)"]
@@ -591,7 +587,7 @@ def _growth_lines(growth: _Growth, skipped: dict[str, str], ratios: dict[str, fl
         per_byte.append([name, *cells])
         if name != "floor":
             rel = [
-                f"{_fmt_ratio(best[name].wall / best['floor'].wall)} / {_fmt_ratio(best[name].cpu / best['floor'].cpu)}"
+                f"{fmt_ratio(best[name].wall / best['floor'].wall)} / {fmt_ratio(best[name].cpu / best['floor'].cpu)}"
                 f"{mark}"
                 if name in best
                 else "-"
@@ -662,7 +658,7 @@ def _reference_vs_libraries(many: _Many, growth: _Growth, ratios: dict[str, floa
             wall, cpu = best[ref].wall / lib.wall, best[ref].cpu / lib.cpu
             ratios[f"{shape}/{ref}-vs-{name}"] = wall
             ratios[f"{shape}/{ref}-vs-{name}@cpu"] = cpu
-            cells.append(f"{_fmt_ratio(wall)} / {_fmt_ratio(cpu)}")
+            cells.append(f"{fmt_ratio(wall)} / {fmt_ratio(cpu)}")
         core = (best["core"].wall / lib.wall, best["core"].cpu / lib.cpu, name)
         if shape not in worst or core[1] > worst[shape][1]:
             worst[shape] = core
@@ -704,7 +700,7 @@ def _reference_vs_libraries(many: _Many, growth: _Growth, ratios: dict[str, floa
             verdict = "faster than every library accumulator" if cpu < 1 else "**not** faster than every library"
             lines.append(
                 f"- {label}: the core is {verdict} timed here, by CPU time; the closest is {name}: "
-                f"core / {name} = {_fmt_ratio(cpu)} CPU, {_fmt_ratio(wall)} wall."
+                f"core / {name} = {fmt_ratio(cpu)} CPU, {fmt_ratio(wall)} wall."
             )
     lines += [
         "",

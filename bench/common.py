@@ -241,6 +241,21 @@ def machine_info() -> list[tuple[str, str]]:
     ]
 
 
+def fmt_ratio(value: float) -> str:
+    """A ratio for people: two decimals, but never rounded to ``0.00x``. A library that is
+    hundreds of times slower gives ratios like 0.0031x, and printing those as zero would hide
+    the very comparison the table is for (and a reader could not tell it from a failed run)."""
+    if value == 0 or abs(value) >= 0.1:
+        return f"{value:.2f}x"
+    return f"{value:.2g}x"
+
+
+def ratio_line(ratios: dict[str, float]) -> str:
+    """The machine-readable ``ratios:`` line, with four significant digits so that a small
+    ratio keeps its value instead of being rounded to 0."""
+    return "ratios: " + ", ".join(f"{k}={v:.4g}" for k, v in ratios.items())
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A GitHub markdown table, columns padded so that it also reads well as plain text."""
     cells = [list(header), *[list(r) for r in rows]]

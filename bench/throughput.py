@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from bench.common import Config, Prepare, Section, Timing, Work, best_of_prepared, busy_note, markdown_table
+from bench.common import Config, Prepare, Section, Timing, Work, best_of_prepared, busy_note, fmt_ratio, markdown_table
 from callsafe.certify.harness import Certification, Options, certify, plan_partitions, run_traces
 from callsafe.certify.targets import describe, resolve_target
 from callsafe.model.oracle import judge
@@ -211,10 +211,6 @@ def _rate(n: int, ns: int) -> str:
     return f"{n / (ns / 1e9):.0f}"
 
 
-def _x(value: float) -> str:
-    return f"{value:.2f}x"
-
-
 def _in_process_table(best: dict[str, Timing], names: Sequence[str], n: int, floor: Timing) -> str:
     rows = []
     for name in names:
@@ -226,8 +222,8 @@ def _in_process_table(best: dict[str, Timing], names: Sequence[str], n: int, flo
                 f"{t.cpu / 1e9:.2f}",
                 _rate(n, t.wall),
                 f"{t.cpu / n / 1e3:.0f}",
-                _x(t.wall / floor.wall),
-                _x(t.cpu / floor.cpu),
+                fmt_ratio(t.wall / floor.wall),
+                fmt_ratio(t.cpu / floor.cpu),
             ]
         )
     header = ["variant", "wall s", "CPU s", "traces/s (wall)", "CPU us/trace", "ratio (wall)", "ratio (CPU)"]
@@ -292,9 +288,9 @@ def run(config: Config) -> Section:
             [
                 store,
                 f"{_rate(n, one.wall)} / {_rate(n, two.wall)}",
-                _x(one.wall / two.wall),
+                fmt_ratio(one.wall / two.wall),
                 _rate(n, without),
-                _x(one.wall / without),
+                fmt_ratio(one.wall / without),
                 f"{one.cpu / 1e9:.1f} / {two.cpu / 1e9:.1f}",
             ]
         )
@@ -326,8 +322,8 @@ def run(config: Config) -> Section:
             floor,
         ),
         "",
-        f"SQLite over memory: {_x(sql.wall / mem.wall)} wall, {_x(sql.cpu / mem.cpu)} CPU (a store file per trace,",
-        "an fsync per claim and per stop).",
+        f"SQLite over memory: {fmt_ratio(sql.wall / mem.wall)} wall, {fmt_ratio(sql.cpu / mem.cpu)} CPU",
+        "(a store file per trace, an fsync per claim and per stop).",
         "",
         "### `certify`, end to end: generation, runs, judging, bookkeeping",
         "",

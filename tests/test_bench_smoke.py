@@ -107,6 +107,20 @@ def test_a_section_is_replaced_not_repeated(tmp_path: Path) -> None:
     assert text.index("second") < text.index("bee")
 
 
+def test_a_small_ratio_keeps_its_value_in_print_and_in_the_ratios_line() -> None:
+    """A library hundreds of times slower than the reference gives a ratio like 0.003: printed
+    with two decimals it read ``0.00`` and a CI run took the measured ratio for zero."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench.common import fmt_ratio, ratio_line
+    finally:
+        sys.path.remove(str(ROOT))
+    ratios = {"many/floor": 1.0, "grow/core-vs-anthropic@cpu": 0.003141, "big": 123.456}
+    line = ratio_line(ratios)
+    assert _ratios(line) == pytest.approx(ratios, rel=1e-3)
+    assert fmt_ratio(0.003141) == "0.0031x" and fmt_ratio(0.5) == "0.50x" and fmt_ratio(12.345) == "12.35x"
+
+
 def test_quick_scaling_run_compares_one_process_local_workers_and_dask(tmp_path: Path) -> None:
     pytest.importorskip("distributed", reason="Dask distributed is not installed (callsafe[dask])")
     results = tmp_path / "RESULTS.md"
