@@ -171,6 +171,7 @@ def _options(
     minimize: bool,
     counterexamples: int,
     scheduler: str | None = None,
+    partition_size: int | None = None,
 ) -> Any:
     from callsafe.certify.harness import GENERATORS, Options
 
@@ -182,6 +183,7 @@ def _options(
             seed=seed,
             workers=workers,
             scheduler=scheduler,
+            partition_size=partition_size,
             generators=chosen,
             minimize=minimize,
             counterexamples=counterexamples,
@@ -221,6 +223,14 @@ def _default_report_dir(spec: str) -> Path:
     metavar="ADDRESS",
     help="Run the traces on the Dask cluster of this scheduler (tcp://HOST:PORT; needs callsafe[dask]).",
 )
+@click.option(
+    "--partition-size",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Traces per partition with --workers or --scheduler [default: 256]. Smaller partitions spread a short run "
+    "over more workers and lose less to a lost worker; larger ones ship fewer tasks.",
+)
 @click.option("--generators", default=None, metavar="LIST", help="Comma-separated: catalog,coverage,walks,exhaustive.")
 @click.option("--no-minimize", is_flag=True, help="Keep counterexamples as found (faster).")
 @click.option("--counterexamples", default=1, show_default=True, help="Counterexamples kept per invariant.")
@@ -233,6 +243,7 @@ def certify_cmd(
     junit: Path | None,
     workers: int,
     scheduler: str | None,
+    partition_size: int | None,
     generators: str | None,
     no_minimize: bool,
     counterexamples: int,
@@ -255,7 +266,11 @@ def certify_cmd(
 
         if not dask_available():
             raise click.BadParameter("needs Dask distributed: pip install 'callsafe[dask]'", param_hint="--scheduler")
-    options = _options(budget, depth, seed, workers, generators, not no_minimize, counterexamples, scheduler)
+    if partition_size is not None and workers == 1 and not scheduler:
+        raise click.BadParameter("partitions are for --workers N (N > 1) or --scheduler", param_hint="--partition-size")
+    options = _options(
+        budget, depth, seed, workers, generators, not no_minimize, counterexamples, scheduler, partition_size
+    )
     err = Console(stderr=True)
     progress = Progress(
         TextColumn("{task.description:<10}"),

@@ -5,11 +5,16 @@ results into the single-process report."""
 from __future__ import annotations
 
 import itertools
+import json
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from callsafe.certify.cli import main
 from callsafe.certify.harness import GeneratorStats, Options, certify, exhaustive_bound, plan_partitions
 from callsafe.certify.partitions import Partition, exhaustive_partitions, listed_partitions, walk_partitions
+from callsafe.certify.report import comparable_text
 from callsafe.certify.targets import describe, resolve_target
 from callsafe.generators.catalog import CATALOG
 from callsafe.generators.exhaustive import (
@@ -103,3 +108,32 @@ def test_a_budget_run_is_a_prefix_and_says_how_it_ran() -> None:
         "lost_workers": [],
     }
     assert "workers" not in full.options.to_json()  # how it ran is not what was asked
+
+
+def test_cli_partition_size_reaches_the_executor_and_keeps_the_report(tmp_path: Path) -> None:
+    """``--partition-size`` cuts the local pool's work finer; the findings are the
+    single-process ones, and the execution record says how the run was cut."""
+    args = ["certify", "toy_targets:ignore_cancel", "--depth", "1", "--generators", "catalog,walks,exhaustive"]
+    alone = CliRunner().invoke(main, [*args, "--report", str(tmp_path / "one")])
+    cut = CliRunner().invoke(
+        main, [*args, "--workers", "2", "--partition-size", "7", "--report", str(tmp_path / "cut")]
+    )
+    assert alone.exit_code == cut.exit_code == 1, cut.output  # INV-CANCEL is violated
+    one = (tmp_path / "one" / "report.json").read_text(encoding="utf-8")
+    doc = json.loads((tmp_path / "cut" / "report.json").read_text(encoding="utf-8"))
+    assert comparable_text(doc) == comparable_text(json.loads(one))
+    execution = doc["execution"]
+    assert execution["executor"] == "processes" and execution["partition_size"] == 7
+    assert execution["partitions"] >= doc["summary"]["traces_run"] // 7 >= 30  # by default: one per generator
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--partition-size", "5"], "partitions are for --workers"),
+        (["--workers", "2", "--partition-size", "0"], "a partition holds at least one trace"),
+    ],
+)
+def test_cli_partition_size_misuse_is_a_usage_error(extra: list[str], says: str) -> None:
+    done = CliRunner().invoke(main, ["certify", "reference:memory", *extra])
+    assert done.exit_code == 2 and says in done.output, done.output
