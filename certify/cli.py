@@ -172,6 +172,7 @@ def _options(
     counterexamples: int,
     scheduler: str | None = None,
     partition_size: int | None = None,
+    walks: int = 200,
 ) -> Any:
     from callsafe.certify.harness import GENERATORS, Options
 
@@ -185,6 +186,7 @@ def _options(
             scheduler=scheduler,
             partition_size=partition_size,
             generators=chosen,
+            walks=walks,
             minimize=minimize,
             counterexamples=counterexamples,
         )
@@ -208,6 +210,7 @@ def _default_report_dir(spec: str) -> Path:
 )
 @click.option("--depth", default=3, show_default=True, help="Exhaustive bound: events after the turn start.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random walks (the rest is deterministic).")
+@click.option("--walks", default=200, show_default=True, help="Random walks (each with its own seed from --seed).")
 @click.option(
     "--report",
     "report_dir",
@@ -231,7 +234,13 @@ def _default_report_dir(spec: str) -> Path:
     help="Traces per partition with --workers or --scheduler [default: 256]. Smaller partitions spread a short run "
     "over more workers and lose less to a lost worker; larger ones ship fewer tasks.",
 )
-@click.option("--generators", default=None, metavar="LIST", help="Comma-separated: catalog,coverage,walks,exhaustive.")
+@click.option(
+    "--generators",
+    default=None,
+    metavar="LIST",
+    help="Comma-separated, of catalog,coverage,synthesis,walks,exhaustive (the default: all five) and wire "
+    "(provider-shaped traces, for library adapters).",
+)
 @click.option("--no-minimize", is_flag=True, help="Keep counterexamples as found (faster).")
 @click.option("--counterexamples", default=1, show_default=True, help="Counterexamples kept per invariant.")
 def certify_cmd(
@@ -239,6 +248,7 @@ def certify_cmd(
     budget: float | None,
     depth: int,
     seed: int,
+    walks: int,
     report_dir: Path | None,
     junit: Path | None,
     workers: int,
@@ -269,7 +279,7 @@ def certify_cmd(
     if partition_size is not None and workers == 1 and not scheduler:
         raise click.BadParameter("partitions are for --workers N (N > 1) or --scheduler", param_hint="--partition-size")
     options = _options(
-        budget, depth, seed, workers, generators, not no_minimize, counterexamples, scheduler, partition_size
+        budget, depth, seed, workers, generators, not no_minimize, counterexamples, scheduler, partition_size, walks
     )
     err = Console(stderr=True)
     progress = Progress(

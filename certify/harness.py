@@ -148,6 +148,8 @@ class Options:
             raise ValueError(f"unknown generators {sorted(unknown)}; known: {', '.join(KNOWN_GENERATORS)}")
         if self.workers < 1 or self.depth < 0 or (self.budget is not None and self.budget <= 0):
             raise ValueError("workers >= 1, depth >= 0 and a positive budget")
+        if self.walks < 0:
+            raise ValueError("walks >= 0")
         if self.partition_size is not None and self.partition_size < 1:
             raise ValueError("a partition holds at least one trace")
         if self.scheduler and self.workers > 1:

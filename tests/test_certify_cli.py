@@ -62,6 +62,20 @@ def test_certify_refuses_bad_names_and_options(tmp_path: Path) -> None:
     assert code == 2 and "unknown generators" in out
 
 
+def test_certify_walks_sets_how_many_random_walks_run(tmp_path: Path) -> None:
+    counts = {}
+    for walks in ("7", "0"):
+        code, out = invoke(
+            "certify", "toy_targets:model_target", "--generators", "walks", "--walks", walks, "--report", str(tmp_path)
+        )
+        assert code == 0, out
+        doc = json.loads((tmp_path / "report.json").read_text())
+        counts[walks] = (doc["options"]["walks"], doc["generators"]["walks"]["generated"])
+    assert counts == {"7": (7, 7), "0": (0, 0)}
+    code, out = invoke("certify", "toy_targets:model_target", "--walks", "-1", "--report", str(tmp_path))
+    assert code == 2 and "walks >= 0" in out
+
+
 def test_replay_exit_status_says_what_happened(tmp_path: Path) -> None:
     trace = tmp_path / "trace.json"
     trace.write_text(by_name("cancel-before-terminal").trace.dumps())
