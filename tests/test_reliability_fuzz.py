@@ -267,7 +267,9 @@ def _summary(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_atheris_pipeline(tmp_path: Path) -> None:
-    pytest.importorskip("atheris", reason="atheris is not installed (pip install callsafe[fuzz]); the other fuzzers ran")
+    pytest.importorskip(
+        "atheris", reason="atheris is not installed (pip install callsafe[fuzz]); the other fuzzers ran"
+    )
     result = _atheris(int(os.environ.get("CALLSAFE_ATHERIS_SECONDS", "5")), tmp_path)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert "Done" in result.stderr + result.stdout
