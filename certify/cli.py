@@ -162,34 +162,14 @@ def render_cmd(out_dir: Path, report_path: Path | None, png: bool) -> None:
 _STATUS_STYLE = {"holds": "green", "violated": "bold red", "not_applicable": "dim"}
 
 
-def _options(
-    budget: float | None,
-    depth: int,
-    seed: int,
-    workers: int,
-    generators: str | None,
-    minimize: bool,
-    counterexamples: int,
-    scheduler: str | None = None,
-    partition_size: int | None = None,
-    walks: int = 200,
-) -> Any:
+def _options(generators: str | None, **fields: Any) -> Any:
+    """The harness's Options from the command line's values; a bad combination is a usage
+    error (exit 2) with the Options' own message."""
     from callsafe.certify.harness import GENERATORS, Options
 
     chosen = GENERATORS if generators is None else tuple(g for g in generators.split(",") if g)
     try:
-        return Options(
-            budget=budget,
-            depth=depth,
-            seed=seed,
-            workers=workers,
-            scheduler=scheduler,
-            partition_size=partition_size,
-            generators=chosen,
-            walks=walks,
-            minimize=minimize,
-            counterexamples=counterexamples,
-        )
+        return Options(generators=chosen, **fields)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -211,6 +191,11 @@ def _default_report_dir(spec: str) -> Path:
 @click.option("--depth", default=3, show_default=True, help="Exhaustive bound: events after the turn start.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the random walks (the rest is deterministic).")
 @click.option("--walks", default=200, show_default=True, help="Random walks (each with its own seed from --seed).")
+@click.option("--calls", default=2, show_default=True, help="Call ids in the walks and the exhaustive traces (1-4).")
+@click.option(
+    "--turns", default=2, show_default=True, help="Turns of the conversation (1-3; 1 for a target without cancel)."
+)
+@click.option("--fragments", default=2, show_default=True, help="Argument fragments per call (1-4).")
 @click.option(
     "--report",
     "report_dir",
@@ -249,6 +234,9 @@ def certify_cmd(
     depth: int,
     seed: int,
     walks: int,
+    calls: int,
+    turns: int,
+    fragments: int,
     report_dir: Path | None,
     junit: Path | None,
     workers: int,
@@ -279,7 +267,19 @@ def certify_cmd(
     if partition_size is not None and workers == 1 and not scheduler:
         raise click.BadParameter("partitions are for --workers N (N > 1) or --scheduler", param_hint="--partition-size")
     options = _options(
-        budget, depth, seed, workers, generators, not no_minimize, counterexamples, scheduler, partition_size, walks
+        generators,
+        budget=budget,
+        depth=depth,
+        seed=seed,
+        walks=walks,
+        calls=calls,
+        turns=turns,
+        fragments=fragments,
+        workers=workers,
+        scheduler=scheduler,
+        partition_size=partition_size,
+        minimize=not no_minimize,
+        counterexamples=counterexamples,
     )
     err = Console(stderr=True)
     progress = Progress(

@@ -101,11 +101,19 @@ WIRE_GENERATOR: Final = "wire"  # wire-shaped traces (callsafe.certify.wire_trac
 KNOWN_GENERATORS: Final = (*GENERATORS, WIRE_GENERATOR)
 
 
-def exhaustive_bound(depth: int, capabilities: frozenset[str] = CAPABILITIES, protocol: str = ABSTRACT) -> Bound:
-    """The exhaustive generator's bound for ``--depth N``: two call ids, two turns (one
-    without cancellation: a second turn supersedes the first), two fragments per call,
-    the common controls the target can take, one restart if it can restart, and up to N
-    events after the turn start.
+def exhaustive_bound(
+    depth: int,
+    capabilities: frozenset[str] = CAPABILITIES,
+    protocol: str = ABSTRACT,
+    *,
+    calls: int = 2,
+    turns: int = 2,
+    fragments: int = 2,
+) -> Bound:
+    """The exhaustive generator's bound for ``--depth N``: ``calls`` call ids (two by
+    default), ``turns`` turns (one without cancellation: a second turn supersedes the
+    first), ``fragments`` per call, the common controls the target can take, one restart if
+    it can restart, and up to N events after the turn start.
 
     For a provider-protocol target a response's end replaces the replay of everything so
     far: no wire opens a call twice, so such replays are never representable, while a
@@ -117,9 +125,9 @@ def exhaustive_bound(depth: int, capabilities: frozenset[str] = CAPABILITIES, pr
     if protocol != ABSTRACT:
         controls = (controls - {"replay"}) | {"response_end"}
     return Bound(
-        calls=2,
-        turns=2 if cancellation else 1,
-        fragments=2,
+        calls=calls,
+        turns=turns if cancellation else 1,
+        fragments=fragments,
         controls=controls,
         restarts=1 if restart else 0,
         length=depth,
@@ -138,6 +146,11 @@ class Options:
     partition_size: int | None = None  # traces per partition with workers (PARTITION_SIZE)
     generators: tuple[str, ...] = GENERATORS
     walks: int = 200
+    # The size of the model the walks and the exhaustive enumeration draw from: call ids,
+    # turns of the conversation (one for a target without cancellation), fragments per call.
+    calls: int = 2
+    turns: int = 2
+    fragments: int = 2
     minimize: bool = True
     counterexamples: int = 1  # per invariant
     minimize_budget: float = 30.0  # seconds, all counterexamples together
@@ -150,6 +163,8 @@ class Options:
             raise ValueError("workers >= 1, depth >= 0 and a positive budget")
         if self.walks < 0:
             raise ValueError("walks >= 0")
+        if not (1 <= self.calls <= 4 and 1 <= self.turns <= 3 and 1 <= self.fragments <= 4):
+            raise ValueError("calls 1-4, turns 1-3 and fragments 1-4 (the bounds of the model's explorer)")
         if self.partition_size is not None and self.partition_size < 1:
             raise ValueError("a partition holds at least one trace")
         if self.scheduler and self.workers > 1:
@@ -165,6 +180,9 @@ class Options:
             "seed": self.seed,
             "generators": list(self.generators),
             "walks": self.walks,
+            "calls": self.calls,
+            "turns": self.turns,
+            "fragments": self.fragments,
             "minimize": self.minimize,
             "counterexamples_per_invariant": self.counterexamples,
             "minimize_budget_seconds": self.minimize_budget,
@@ -578,11 +596,13 @@ def _plan(
             traces = suite.traces
         return listed_partitions(name, traces, size), len(traces)
     if name == "walks":
-        config = walk_config(capabilities)
+        config = walk_config(capabilities, calls=options.calls, turns=options.turns, fragments=options.fragments)
         stats.info = {"config": config.to_json(), "seed": options.seed}
         during = "business_validation" in capabilities
         return walk_partitions(name, options.seed, options.walks, config, during, size), options.walks
-    bound = exhaustive_bound(options.depth, capabilities, protocol)
+    bound = exhaustive_bound(
+        options.depth, capabilities, protocol, calls=options.calls, turns=options.turns, fragments=options.fragments
+    )
     stats.info = {"bound": bound.to_json()}
     return exhaustive_partitions(name, bound, size)
 

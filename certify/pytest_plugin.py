@@ -37,7 +37,18 @@ if TYPE_CHECKING:
 __all__ = ["InvariantCheck", "callsafe_invariant"]
 
 _CACHE = pytest.StashKey[dict[tuple[Any, ...], "Certification"]]()
-_OPTION_NAMES = ("budget", "depth", "seed", "generators", "walks", "minimize", "counterexamples")
+_OPTION_NAMES = (
+    "budget",
+    "depth",
+    "seed",
+    "generators",
+    "walks",
+    "calls",
+    "turns",
+    "fragments",
+    "minimize",
+    "counterexamples",
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -59,12 +59,14 @@ def _weight(state: AbsState, action: Action, config: Config) -> int:
     return 1
 
 
-def walk_config(capabilities: frozenset[str]) -> Config:
-    """:data:`WALK_CONFIG` cut down to what a target with ``capabilities`` can take."""
+def walk_config(capabilities: frozenset[str], *, calls: int = 2, turns: int = 2, fragments: int = 2) -> Config:
+    """:data:`WALK_CONFIG` cut down to what a target with ``capabilities`` can take, with
+    ``calls`` call ids, ``turns`` turns (one without cancellation: a later turn supersedes,
+    that is cancels, the earlier one) and ``fragments`` per call."""
     return Config(
-        calls=2,
-        turns=2 if "cancellation" in capabilities else 1,
-        fragments=2,
+        calls=calls,
+        turns=turns if "cancellation" in capabilities else 1,
+        fragments=fragments,
         controls=WALK_CONFIG.controls & model_controls(capabilities),
         restarts=1 if "restart" in capabilities else 0,
     )

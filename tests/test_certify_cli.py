@@ -76,6 +76,34 @@ def test_certify_walks_sets_how_many_random_walks_run(tmp_path: Path) -> None:
     assert code == 2 and "walks >= 0" in out
 
 
+def test_certify_model_size_options_reach_the_walks_and_the_exhaustive_enumeration(tmp_path: Path) -> None:
+    """--calls/--turns/--fragments size the model both generators draw from: the report
+    says so, the exhaustive generator ran exactly the enumeration of that bound, the walks
+    used that many calls, and the reference still keeps every invariant there."""
+    from callsafe.certify.harness import exhaustive_bound
+    from callsafe.certify.targets import describe, resolve_target
+    from callsafe.generators.exhaustive import exhaustive_count
+
+    code, out = invoke(
+        "certify",
+        "reference:memory",
+        *("--generators", "walks,exhaustive", "--depth", "2", "--walks", "40"),
+        *("--calls", "3", "--turns", "3", "--fragments", "3", "--report", str(tmp_path)),
+    )
+    assert code == 0, out
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert {k: doc["options"][k] for k in ("calls", "turns", "fragments")} == {"calls": 3, "turns": 3, "fragments": 3}
+    caps = describe(resolve_target("reference:memory")).capabilities
+    bound = exhaustive_bound(2, caps, calls=3, turns=3, fragments=3)
+    assert doc["generators"]["exhaustive"]["generated"] == exhaustive_count(bound)
+    assert exhaustive_count(bound) > exhaustive_count(exhaustive_bound(2, caps))
+    assert doc["generators"]["exhaustive"]["info"]["bound"]["calls"] == 3
+    config = doc["generators"]["walks"]["info"]["config"]
+    assert (config["calls"], config["turns"], config["fragments"]) == (3, 3, 3)
+    code, out = invoke("certify", "reference:memory", "--calls", "5", "--report", str(tmp_path))
+    assert code == 2 and "calls 1-4, turns 1-3 and fragments 1-4" in out
+
+
 def test_replay_exit_status_says_what_happened(tmp_path: Path) -> None:
     trace = tmp_path / "trace.json"
     trace.write_text(by_name("cancel-before-terminal").trace.dumps())

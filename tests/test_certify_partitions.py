@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -25,7 +26,7 @@ from callsafe.generators.exhaustive import (
     exhaustive_subtree,
     exhaustive_traces,
 )
-from callsafe.generators.walks import WALK_CONFIG, random_walks
+from callsafe.generators.walks import WALK_CONFIG, random_walks, walk_config
 
 
 def _unrolled(partitions: list[Partition]) -> tuple[list[tuple[int, str]], int]:
@@ -137,3 +138,22 @@ def test_cli_partition_size_reaches_the_executor_and_keeps_the_report(tmp_path: 
 def test_cli_partition_size_misuse_is_a_usage_error(extra: list[str], says: str) -> None:
     done = CliRunner().invoke(main, ["certify", "reference:memory", *extra])
     assert done.exit_code == 2 and says in done.output, done.output
+
+
+def test_the_model_size_options_shape_the_traces_themselves() -> None:
+    """The walks and the exhaustive enumeration of a 3-call, 3-turn model open three calls
+    and start three turns; the default (2, 2) never does."""
+    from callsafe.model.vocabulary import CallOpened, TurnStarted
+
+    caps = describe(resolve_target("reference:memory")).capabilities
+
+    def widest(traces: list[Any]) -> tuple[int, int]:
+        calls = max(len({(e.turn, e.item, e.call) for e in t.events if isinstance(e, CallOpened)}) for t in traces)
+        turns = max(len({e.turn for e in t.events if isinstance(e, TurnStarted)}) for t in traces)
+        return calls, turns
+
+    big = {"calls": 3, "turns": 3, "fragments": 1}
+    assert widest(list(random_walks(0, 60, walk_config(caps, **big)))) == (3, 3)
+    assert widest(list(random_walks(0, 60, walk_config(caps)))) == (2, 2)
+    assert widest(list(exhaustive_traces(exhaustive_bound(3, caps, **big)))) == (3, 3)
+    assert widest(list(exhaustive_traces(exhaustive_bound(3, caps)))) == (2, 2)
