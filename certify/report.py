@@ -431,7 +431,8 @@ def html_report(cert: Certification) -> str:
         f"<h1>callsafe certification: {escape(cert.target.name)} {_badge(verdict)}</h1>",
         f"<p class='muted'>target <code>{escape(cert.target.spec)}</code> · protocol "
         f"{escape(cert.target.protocol)} · capabilities {escape(', '.join(sorted(cert.target.capabilities)))}"
-        f"<br>seed {cert.options.seed} · depth {cert.options.depth} · budget "
+        f"<br>seed {cert.options.seed} · depth {cert.options.depth} · {cert.options.walks} walks · model of "
+        f"{cert.options.calls} calls, {cert.options.turns} turns, {cert.options.fragments} fragments · budget "
         f"{cert.options.budget if cert.options.budget else 'none'} s"
         f"{' (exhausted: generation stopped early)' if cert.budget_exhausted else ''} · "
         f"{doc['summary']['traces_run']} traces run in {cert.timings.get('total_seconds', 0)} s · "

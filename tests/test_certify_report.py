@@ -86,6 +86,8 @@ def test_html_shows_verdicts_counterexamples_and_coverage(tmp_path: Path) -> Non
     assert page.count('class="sequence"') == len(broken().counterexamples)
     assert ">harness</text>" in page and ">executor</text>" in page
     assert "lifecycle" in page  # the coverage-coloured lifecycle diagram
+    o = broken().options
+    assert f"{o.walks} walks · model of {o.calls} calls, {o.turns} turns, {o.fragments} fragments" in page
     reports = write_reports(broken(), tmp_path)
     assert reports.html.read_text() == html_report(broken())
     assert (tmp_path / "lifecycle-coverage.dot").exists()
