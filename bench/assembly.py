@@ -54,7 +54,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from bench import library_accumulators as libraries
 from bench.common import Config, Section, Timing, best_of, busy_note, fmt_ratio, markdown_table
@@ -643,6 +643,36 @@ def _largest(growth: _Growth, name: str) -> tuple[int, dict[str, Timing]] | None
     return at[-1] if at else None
 
 
+# The reference as compared with each library: embedded (core + memory store), through the
+# harness's target wrapper, and over SQLite (synchronous=NORMAL: the growing call runs no
+# other setting; on many small calls the shipped "adaptive" adds an fsync per claim, see
+# the first table).
+_REFS: Final = ("core", "target-memory", "target-sqlite")
+
+
+def _durable_verdicts(ratios: dict[str, float]) -> list[str]:
+    """Per shape, the libraries the SQLite-backed reference is slower than, by CPU: the
+    target names the reference implementation with either store, and a durable store is
+    part of what it does more than a library (a claim and a decision written per call)."""
+    out = []
+    for shape, label in (("many", "Many small calls"), ("grow", "One growing call")):
+        prefix = f"{shape}/target-sqlite-vs-"
+        names = [k.removeprefix(prefix) for k in ratios if k.startswith(prefix) and not k.endswith("@cpu")]
+        cpu = {name: ratios[f"{prefix}{name}@cpu"] for name in names}
+        if not cpu:
+            continue
+        slower = sorted((name for name, r in cpu.items() if r >= 1), key=lambda n: -cpu[n])
+        if slower:
+            which = ", ".join(f"{n} ({fmt_ratio(cpu[n])})" for n in slower)
+            out.append(
+                f"- {label}, with the SQLite store: **slower** than {which} by CPU time; faster than "
+                f"the other {len(cpu) - len(slower)} libraries."
+            )
+        else:
+            out.append(f"- {label}, with the SQLite store: faster than every library accumulator timed here.")
+    return out
+
+
 def _reference_vs_libraries(many: _Many, growth: _Growth, ratios: dict[str, float]) -> list[str]:
     """The reference (core, target-memory) over each library, on both shapes; and the
     headline per shape, ``ref-vs-fastest-lib/<shape>``: the largest core-over-library
@@ -654,7 +684,7 @@ def _reference_vs_libraries(many: _Many, growth: _Growth, ratios: dict[str, floa
     def compare(shape: str, name: str, best: dict[str, Timing]) -> list[str]:
         lib = best[name]
         cells = []
-        for ref in ("core", "target-memory"):
+        for ref in _REFS:
             wall, cpu = best[ref].wall / lib.wall, best[ref].cpu / lib.cpu
             ratios[f"{shape}/{ref}-vs-{name}"] = wall
             ratios[f"{shape}/{ref}-vs-{name}@cpu"] = cpu
@@ -670,18 +700,18 @@ def _reference_vs_libraries(many: _Many, growth: _Growth, ratios: dict[str, floa
         at = _largest(growth, name)
         if name not in many.best and at is None:
             continue
-        row = [name, *(compare("many", name, many.best) if name in many.best else ["-", "-"])]
+        row = [name, *(compare("many", name, many.best) if name in many.best else ["-"] * len(_REFS))]
         if name in many.single:
             row[1:] = [cell + SINGLE for cell in row[1:]]
         if at is None:
-            row += ["-", "-", "-"]
+            row += ["-"] * (1 + len(_REFS))
         else:
             mark = SINGLE if (at[0], name) in growth.single else ""
             row += [size_label(at[0]) + mark, *compare("grow", name, at[1])]
         rows.append(row)
     if not rows:
         return []
-    header = ["library", "many: core", "many: target-memory", "grow: at", "grow: core", "grow: target-memory"]
+    header = ["library", *(f"many: {r}" for r in _REFS), "grow: at", *(f"grow: {r}" for r in _REFS)]
     lines = [
         "### The reference against each library accumulator",
         "",
@@ -702,6 +732,7 @@ def _reference_vs_libraries(many: _Many, growth: _Growth, ratios: dict[str, floa
                 f"- {label}: the core is {verdict} timed here, by CPU time; the closest is {name}: "
                 f"core / {name} = {fmt_ratio(cpu)} CPU, {fmt_ratio(wall)} wall."
             )
+    lines += _durable_verdicts(ratios)
     lines += [
         "",
         "What each library does per chunk (timed from its prebuilt chunk objects to the final arguments):",
@@ -720,8 +751,8 @@ def run(config: Config) -> Section:
     ``many/<variant>`` and ``grow/<variant>`` (at the largest size the variant ran) by wall
     clock, the same with ``@cpu`` by CPU time, and ``slope/<variant>`` (log-log growth of CPU
     time over the variant's largest sizes; ``@wall`` by wall clock). The reference against
-    each library: ``<shape>/core-vs-<library>`` and ``<shape>/target-memory-vs-<library>``
-    (above 1: the reference is slower), and ``ref-vs-fastest-lib/<shape>``, the largest
+    each library: ``<shape>/<reference>-vs-<library>`` for the core, target-memory and
+    target-sqlite (above 1: the reference is slower), and ``ref-vs-fastest-lib/<shape>``, the largest
     core-over-library ratio of the shape."""
     ratios: dict[str, float] = {}
     skipped = libraries.unavailable()

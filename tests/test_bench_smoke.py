@@ -84,13 +84,17 @@ def test_quick_run_times_each_installed_library_accumulator_against_the_referenc
         pytest.skip("no library accumulator is installed (pip install callsafe[sdks])")
     for name in installed:
         for shape in ("many", "grow"):
-            for ref in ("core", "target-memory"):
+            for ref in ("core", "target-memory", "target-sqlite"):
                 assert ratios[f"{shape}/{ref}-vs-{name}"] > 0 and ratios[f"{shape}/{ref}-vs-{name}@cpu"] > 0
         assert ratios[f"many/{name}"] > 0 and ratios[f"many/{name}@cpu"] > 0
     for shape in ("many", "grow"):
         worst = max(ratios[f"{shape}/core-vs-{name}@cpu"] for name in installed)
         assert ratios[f"ref-vs-fastest-lib/{shape}@cpu"] == worst
     assert "### The reference against each library accumulator" in stdout and "What each library does" in stdout
+    for shape, label in (("many", "Many small calls"), ("grow", "One growing call")):
+        slower = [name for name in installed if ratios[f"{shape}/target-sqlite-vs-{name}@cpu"] >= 1]
+        line = next(x for x in stdout.splitlines() if x.startswith(f"- {label}, with the SQLite store:"))
+        assert ("**slower** than" in line) == bool(slower) and all(name in line for name in slower)
 
 
 def test_a_section_is_replaced_not_repeated(tmp_path: Path) -> None:
