@@ -92,9 +92,11 @@ def test_quick_run_times_each_installed_library_accumulator_against_the_referenc
         assert ratios[f"ref-vs-fastest-lib/{shape}@cpu"] == worst
     assert "### The reference against each library accumulator" in stdout and "What each library does" in stdout
     for shape, label in (("many", "Many small calls"), ("grow", "One growing call")):
-        slower = [name for name in installed if ratios[f"{shape}/target-sqlite-vs-{name}@cpu"] >= 1]
+        cpu = {name: ratios[f"{shape}/target-sqlite-vs-{name}@cpu"] for name in installed}
         line = next(x for x in stdout.splitlines() if x.startswith(f"- {label}, with the SQLite store:"))
-        assert ("**slower** than" in line) == bool(slower) and all(name in line for name in slower)
+        # the printed ratios have 4 significant digits: a ratio that rounds to 1 could go either way
+        assert all(f"{name} (" in line for name, r in cpu.items() if r > 1.001)
+        assert not any(f"{name} (" in line for name, r in cpu.items() if r < 0.999)
 
 
 def test_a_section_is_replaced_not_repeated(tmp_path: Path) -> None:
