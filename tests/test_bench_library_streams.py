@@ -11,22 +11,18 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_modules import bench_module
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-try:
-    from bench.assembly import growing_call, many_calls
-    from bench.library_accumulators import ACCUMULATORS, by_call, prepare, unavailable, wire_streams
-    from bench.time_guard import TimeGuard
-finally:
-    sys.path.remove(str(ROOT))
+from callsafe.model.vocabulary import Fragment
 
-from callsafe.model.vocabulary import Fragment  # noqa: E402
+_assembly, _libraries = bench_module("assembly"), bench_module("library_accumulators")
+growing_call, many_calls = _assembly.growing_call, _assembly.many_calls
+ACCUMULATORS, by_call, prepare = _libraries.ACCUMULATORS, _libraries.by_call, _libraries.prepare
+unavailable, wire_streams = _libraries.unavailable, _libraries.wire_streams
+TimeGuard = bench_module("time_guard").TimeGuard
 
 
 def _fragments_by_call(trace: Any) -> dict[str, list[str]]:

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from bench_modules import ROOT, bench_module
 
 
 def _ratios(stdout: str) -> dict[str, float]:
@@ -27,19 +26,25 @@ def _ratios(stdout: str) -> dict[str, float]:
     return out
 
 
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    results = tmp_path_factory.mktemp("bench") / "RESULTS.md"
-    results.write_text("# old\n\n<!-- end of header -->\n<!-- bench:other -->\nkept\n<!-- /bench:other -->\n")
+def _quick(name: str, results: Path, env: dict[str, str] | None = None) -> str:
+    """``python -m bench --quick --only NAME`` into ``results``; its stdout."""
     done = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "assembly", "--results", str(results)],
+        [sys.executable, "-m", "bench", "--quick", "--only", name, "--results", str(results)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    return done.stdout, results
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    results = tmp_path_factory.mktemp("bench") / "RESULTS.md"
+    results.write_text("# old\n\n<!-- end of header -->\n<!-- bench:other -->\nkept\n<!-- /bench:other -->\n")
+    return _quick("assembly", results), results
 
 
 def test_quick_run_reports_ratios_against_the_floor(quick_run: tuple[str, Path]) -> None:
@@ -69,11 +74,8 @@ def test_quick_run_times_each_installed_library_accumulator_against_the_referenc
     """Every installed library is timed on both shapes (or, when the time guard stopped it,
     its stopping run is reported as such) and compared with the reference; every missing one
     is named as skipped, with the reason, never silently left out."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        from bench.library_accumulators import ACCUMULATORS, unavailable
-    finally:
-        sys.path.remove(str(ROOT))
+    accumulators = bench_module("library_accumulators")
+    ACCUMULATORS, unavailable = accumulators.ACCUMULATORS, accumulators.unavailable
     stdout, _ = quick_run
     ratios = _ratios(stdout)
     missing = unavailable()
@@ -100,11 +102,8 @@ def test_quick_run_times_each_installed_library_accumulator_against_the_referenc
 
 
 def test_a_section_is_replaced_not_repeated(tmp_path: Path) -> None:
-    sys.path.insert(0, str(ROOT))
-    try:
-        from bench.common import Section, update_results
-    finally:
-        sys.path.remove(str(ROOT))
+    common = bench_module("common")
+    Section, update_results = common.Section, common.update_results
     path = tmp_path / "RESULTS.md"
     update_results(path, "# head", [Section("a", "A", "first"), Section("b", "B", "bee")])
     update_results(path, "# head 2", [Section("a", "A", "second")])
@@ -116,11 +115,8 @@ def test_a_section_is_replaced_not_repeated(tmp_path: Path) -> None:
 def test_a_small_ratio_keeps_its_value_in_print_and_in_the_ratios_line() -> None:
     """A library hundreds of times slower than the reference gives a ratio like 0.003: printed
     with two decimals it read ``0.00`` and a CI run took the measured ratio for zero."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        from bench.common import fmt_ratio, ratio_line
-    finally:
-        sys.path.remove(str(ROOT))
+    common = bench_module("common")
+    fmt_ratio, ratio_line = common.fmt_ratio, common.ratio_line
     ratios = {"many/floor": 1.0, "grow/core-vs-anthropic@cpu": 0.003141, "big": 123.456}
     line = ratio_line(ratios)
     assert _ratios(line) == pytest.approx(ratios, rel=1e-3)
@@ -130,15 +126,7 @@ def test_a_small_ratio_keeps_its_value_in_print_and_in_the_ratios_line() -> None
 def test_quick_scaling_run_compares_one_process_local_workers_and_dask(tmp_path: Path) -> None:
     pytest.importorskip("distributed", reason="Dask distributed is not installed (callsafe[dask])")
     results = tmp_path / "RESULTS.md"
-    done = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "scaling", "--results", str(results)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    ratios = _ratios(done.stdout)
+    ratios = _ratios(_quick("scaling", results))
     assert ratios["speedup/one process"] == ratios["cpu/one process"] == 1.0
     for variant in ("processes-2", "dask-1", "dask-2"):
         assert ratios[f"speedup/{variant}"] > 0 and ratios[f"cpu/{variant}"] > 0, variant
@@ -146,20 +134,6 @@ def test_quick_scaling_run_compares_one_process_local_workers_and_dask(tmp_path:
     text = results.read_text()
     assert "## Scaling out certification" in text and "traces/s" in text and "(quick)" in text
     assert "Every variant wrote the single-process report" in text
-
-
-def _quick(name: str, results: Path, env: dict[str, str] | None = None) -> str:
-    """``python -m bench --quick --only NAME`` into ``results``; its stdout."""
-    done = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", name, "--results", str(results)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return done.stdout
 
 
 def test_quick_throughput_run_reports_every_variant_against_the_oracle(tmp_path: Path) -> None:
@@ -206,11 +180,13 @@ def test_quick_durable_run_measures_sqlite_and_postgres_only_when_reachable(tmp_
 def test_the_durable_floor_commits_exactly_as_the_store_does(tmp_path: Path) -> None:
     """The fairness claim of the durable benchmark: the floor mirroring the store makes the
     same commits at the same synchronous levels, read the same way (SQLite's trace)."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        from bench.decisions import decision_events, ledger_rows, profile_store, sqlite_connect, sqlite_floor
-    finally:
-        sys.path.remove(str(ROOT))
+    decisions = bench_module("decisions")
+    decision_events, ledger_rows, profile_store = (
+        decisions.decision_events,
+        decisions.ledger_rows,
+        decisions.profile_store,
+    )
+    sqlite_connect, sqlite_floor = decisions.sqlite_connect, decisions.sqlite_floor
     profile = profile_store(tmp_path, "adaptive")
     assert sorted(set(profile.commits)) == ["FULL", "NORMAL"] and profile.commits.count("FULL") == 1
     _, keys = decision_events(4)
@@ -233,29 +209,14 @@ def test_the_durable_floor_commits_exactly_as_the_store_does(tmp_path: Path) -> 
 
 
 def test_the_durable_check_refuses_a_call_run_twice_or_missing() -> None:
-    sys.path.insert(0, str(ROOT))
-    try:
-        from bench.decisions import decision_events
-        from bench.durable import _ran_once
-    finally:
-        sys.path.remove(str(ROOT))
+    decision_events = bench_module("decisions").decision_events
+    _ran_once = bench_module("durable")._ran_once
     _, keys = decision_events(3)
     _ran_once(keys, keys, "ok")
     with pytest.raises(AssertionError, match="1 more than once"):
         _ran_once([*keys, keys[0]], keys, "twice")
     with pytest.raises(AssertionError, match="2 of 3 calls ran"):
         _ran_once(keys[:2], keys, "missing")
-
-
-def _bench_module(name: str) -> Any:
-    """``bench.<name>``, imported from the repository root (bench is not installed)."""
-    import importlib
-
-    sys.path.insert(0, str(ROOT))
-    try:
-        return importlib.import_module(f"bench.{name}")
-    finally:
-        sys.path.remove(str(ROOT))
 
 
 def test_quick_exploration_run_compares_the_explorer_with_tlc_on_the_same_states(tmp_path: Path) -> None:
@@ -265,7 +226,7 @@ def test_quick_exploration_run_compares_the_explorer_with_tlc_on_the_same_states
     stdout = _quick("exploration", results)
     text = results.read_text()
     assert "## Exploration speed" in text and "(quick)" in text
-    if _bench_module("exploration").tlc_available() is not None:
+    if bench_module("exploration").tlc_available() is not None:
         assert "Not applicable on this machine" in text and "tlc-w1" not in text
         return
     ratios = _ratios(stdout)
@@ -280,7 +241,7 @@ def test_the_exploration_benchmark_refuses_a_different_state_count(
 ) -> None:
     """A TLC that counts one state fewer than the explorer stops the benchmark: a speed
     comparison of two different searches means nothing."""
-    exploration = _bench_module("exploration")
+    exploration = bench_module("exploration")
     shape = exploration.QUICK_SHAPES[0]
 
     def explorer(config: object) -> Any:
@@ -315,7 +276,7 @@ def test_the_plain_machine_judges_each_event_as_the_harness_does() -> None:
     reference implementation."""
     from callsafe.certify.targets import describe, resolve_target
 
-    plain = _bench_module("plain_machine")
+    plain = bench_module("plain_machine")
     outcomes = {}
     for spec in ("callsafe.targets.mutants:never_execute", "reference:memory"):
         factory = resolve_target(spec)
@@ -345,7 +306,7 @@ def test_the_first_violation_is_found_among_the_runs_by_its_events() -> None:
     from callsafe.certify.targets import resolve_target
     from callsafe.model.vocabulary import CallOpened, Replay, Restart, ToolSpec, Trace, TurnStarted
 
-    bugpower = _bench_module("bugpower")
+    bugpower = bench_module("bugpower")
     recorder = bugpower._Recorder(resolve_target("reference:memory"))
     events = (TurnStarted("t1", "u1", "acme"), CallOpened("t1", "r1", "i1", "c1", "note"), Restart(), Replay(0, 2))
     trace = Trace(events, {"note": ToolSpec()})

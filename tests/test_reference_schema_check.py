@@ -16,6 +16,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from bench_modules import bench_module
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -248,19 +249,7 @@ def test_the_slot_schema_is_stricter_compiled_and_still_answers_valid() -> None:
 # the schemas the project's traces use: compiled, and agreeing in both directions
 # ------------------------------------------------------------------------------------
 
-MEETING = {
-    "type": "object",
-    "required": ["day", "time", "room"],
-    "properties": {
-        "day": {"type": "string", "enum": ["Mon", "Tue", "Wed", "Thu", "Fri"]},
-        "time": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$"},
-        "room": {"type": "string", "maxLength": 16},
-        "attendees": {"type": "array", "items": {"type": "string"}, "maxItems": 20},
-        "minutes": {"type": "integer", "minimum": 5, "maximum": 480},
-        "note": {"type": "string"},
-    },
-    "additionalProperties": False,
-}
+MEETING = bench_module("assembly").BOOK_MEETING.schema  # the benchmark's many-calls tool
 IN_USE = [catalog.BOOK, catalog.PAY, catalog.LOOKUP, catalog.WRITE, exhaustive.SCHEMA, MEETING, {"type": "object"}]
 FIELDS = ["day", "time", "room", "attendees", "minutes", "note", "amount", "to", "card", "q", "path", "content", "v"]
 FIELD_VALUES = st.one_of(
