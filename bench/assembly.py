@@ -650,15 +650,14 @@ def _largest(growth: _Growth, name: str) -> tuple[int, dict[str, Timing]] | None
 _REFS: Final = ("core", "target-memory", "target-sqlite")
 
 
-def _durable_verdicts(ratios: dict[str, float]) -> list[str]:
-    """Per shape, the libraries the SQLite-backed reference is slower than, by CPU: the
-    target names the reference implementation with either store, and a durable store is
-    part of what it does more than a library (a claim and a decision written per call)."""
+def _durable_verdicts(sqlite_cpu: dict[str, dict[str, float]]) -> list[str]:
+    """Per shape, the libraries the SQLite-backed reference is slower than, by CPU
+    (``sqlite_cpu``: shape -> library -> target-sqlite / library): the target names the
+    reference implementation with either store, and a durable store is part of what it
+    does more than a library (a claim and a decision written per call)."""
     out = []
     for shape, label in (("many", "Many small calls"), ("grow", "One growing call")):
-        prefix = f"{shape}/target-sqlite-vs-"
-        names = [k.removeprefix(prefix) for k in ratios if k.startswith(prefix) and not k.endswith("@cpu")]
-        cpu = {name: ratios[f"{prefix}{name}@cpu"] for name in names}
+        cpu = sqlite_cpu.get(shape)
         if not cpu:
             continue
         slower = sorted((name for name, r in cpu.items() if r >= 1), key=lambda n: -cpu[n])
@@ -680,6 +679,7 @@ def _reference_vs_libraries(many: _Many, growth: _Growth, ratios: dict[str, floa
     reference is faster than every library timed). The growing call compares at the
     largest size each library ran."""
     worst: dict[str, tuple[float, float, str]] = {}  # shape -> (wall, cpu, library) of core / library
+    sqlite_cpu: dict[str, dict[str, float]] = {}  # shape -> library -> target-sqlite / library, CPU
 
     def compare(shape: str, name: str, best: dict[str, Timing]) -> list[str]:
         lib = best[name]
@@ -689,6 +689,7 @@ def _reference_vs_libraries(many: _Many, growth: _Growth, ratios: dict[str, floa
             ratios[f"{shape}/{ref}-vs-{name}"] = wall
             ratios[f"{shape}/{ref}-vs-{name}@cpu"] = cpu
             cells.append(f"{fmt_ratio(wall)} / {fmt_ratio(cpu)}")
+        sqlite_cpu.setdefault(shape, {})[name] = ratios[f"{shape}/target-sqlite-vs-{name}@cpu"]
         core = (best["core"].wall / lib.wall, best["core"].cpu / lib.cpu, name)
         if shape not in worst or core[1] > worst[shape][1]:
             worst[shape] = core
@@ -732,7 +733,7 @@ def _reference_vs_libraries(many: _Many, growth: _Growth, ratios: dict[str, floa
                 f"- {label}: the core is {verdict} timed here, by CPU time; the closest is {name}: "
                 f"core / {name} = {fmt_ratio(cpu)} CPU, {fmt_ratio(wall)} wall."
             )
-    lines += _durable_verdicts(ratios)
+    lines += _durable_verdicts(sqlite_cpu)
     lines += [
         "",
         "What each library does per chunk (timed from its prebuilt chunk objects to the final arguments):",

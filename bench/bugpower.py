@@ -43,7 +43,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.common import Config, Section, busy_note, markdown_table
+from bench.common import Config, Section, busy_note, fmt_ratio, markdown_table
 from bench.plain_machine import PlainOutcome, run_plain
 from callsafe.certify.contract import Target, TargetEnv
 from callsafe.certify.harness import Options, certify
@@ -274,7 +274,7 @@ def _headline(rows: Sequence[Row]) -> tuple[dict[str, float], list[str]]:
             f"caught {ratios[f'caught/hypothesis-{label}']:.0f}/{n} (a violation of any invariant: "
             f"{ratios[f'found/hypothesis-{label}']:.0f}/{n}); median shrunk length over callsafe's minimal for the "
             "same invariant: "
-            + (f"{length_ratio:.2f}x" if length_ratio is not None else "n/a (no mutant found by both)")
+            + (fmt_ratio(length_ratio) if length_ratio is not None else "n/a (no mutant found by both)")
             + f" over {len(lengths)} mutants found by both; median time to the first violation over callsafe's: "
             + (f"{time_ratio:.1f}x" if time_ratio is not None else "n/a")
         )

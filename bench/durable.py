@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import Config, Prepare, Section, Timing, Work, best_of_prepared, busy_note, markdown_table
+from bench.common import Config, Prepare, Section, Timing, Work, best_of_prepared, busy_note, fmt_ratio, markdown_table
 from bench.decisions import (
     Recorder,
     StoreProfile,
@@ -316,7 +316,7 @@ def _compare(
         s, f = by_name[store], by_name[floor]
         ratios[key] = s.wall / f.wall
         ratios[f"{key}@cpu"] = s.cpu / f.cpu
-        out.append([what, f"{s.wall / f.wall:.2f}x", f"{s.cpu / f.cpu:.2f}x"])
+        out.append([what, fmt_ratio(s.wall / f.wall), fmt_ratio(s.cpu / f.cpu)])
     return out
 
 

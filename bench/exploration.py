@@ -53,7 +53,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bench.common import ROOT, Config, Section, busy_note, markdown_table
+from bench.common import ROOT, Config, Section, busy_note, fmt_ratio, markdown_table
 from callsafe.model.abstract import CONTROLS
 from callsafe.model.abstract import Config as ModelConfig
 
@@ -360,10 +360,10 @@ def _ratios(results: Sequence[tuple[Shape, dict[str, Measure]]]) -> tuple[dict[s
                     shape.label,
                     f"{mine.states:,}",
                     name,
-                    f"{search:.2f}x",
-                    f"{process:.2f}x",
-                    f"{cpu:.2f}x" if cpu is not None else "n/a",
-                    f"{memory:.2f}x",
+                    fmt_ratio(search),
+                    fmt_ratio(process),
+                    fmt_ratio(cpu) if cpu is not None else "n/a",
+                    fmt_ratio(memory),
                 ]
             )
     header = ["configuration", "states", "against", "speed (search)", "speed (process)", "speed (search CPU)", "memory"]

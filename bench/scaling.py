@@ -51,7 +51,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, Config, Section, busy_note, markdown_table
+from bench.common import ROOT, Config, Section, busy_note, fmt_ratio, markdown_table
 from callsafe.certify.harness import Certification, Options, certify
 from callsafe.certify.report import comparable_text, report_json
 
@@ -187,8 +187,7 @@ def _measure(
     """Best wall and CPU seconds of each variant, interleaved; its last run; and every
     round's wall time (for the spread). While a variant runs, only its own cluster (if
     any) is running, and counted."""
-    wall: dict[str, float] = {name: float("inf") for name, _ in variants}
-    cpu: dict[str, float] = dict(wall)
+    cpu: dict[str, float] = {name: float("inf") for name, _ in variants}
     rounds: dict[str, list[float]] = {name: [] for name, _ in variants}
     last: dict[str, Certification] = {}
     try:
@@ -204,13 +203,12 @@ def _measure(
                 c0, t0 = _cpu(own, others), time.perf_counter()
                 last[name] = certify(spec, opts)
                 t1, c1 = time.perf_counter(), _cpu(own, others)
-                wall[name] = min(wall[name], t1 - t0)
                 rounds[name].append(t1 - t0)
                 cpu[name] = min(cpu[name], c1 - c0)
     finally:
         for cluster in clusters:
             cluster.pause(False)
-    return wall, cpu, last, rounds
+    return {name: min(times) for name, times in rounds.items()}, cpu, last, rounds
 
 
 # (workload, label, options, best wall, best CPU, traces run, spread of dask-2 over dask-1)
@@ -222,7 +220,8 @@ def _spread(rounds: dict[str, list[float]]) -> str:
     the median and the range, so a reader sees how far one run's figure can move on a
     shared machine."""
     pairs = sorted(one / two for one, two in zip(rounds["dask-1"], rounds["dask-2"], strict=True))
-    return f"median {statistics.median(pairs):.2f}x, from {pairs[0]:.2f}x to {pairs[-1]:.2f}x over {len(pairs)} rounds"
+    median, low, high = (fmt_ratio(x) for x in (statistics.median(pairs), pairs[0], pairs[-1]))
+    return f"median {median}, from {low} to {high} over {len(pairs)} rounds"
 
 
 def run(config: Config) -> Section:
@@ -293,7 +292,7 @@ def _section(repeat: int, measured: list[_Measured]) -> Section:
             "",
             table,
             "",
-            f"Dask, 2 workers against 1: {ratios[f'{prefix}speedup/dask-2 vs dask-1']:.2f}x (best against best); "
+            f"Dask, 2 workers against 1: {fmt_ratio(ratios[f'{prefix}speedup/dask-2 vs dask-1'])} (best against best); "
             f"round by round (the two ran one after the other in each round) {spread}.",
             "",
         ]
