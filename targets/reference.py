@@ -58,7 +58,7 @@ def _remove_template(owner: int, folder: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _empty_sqlite_file(path: Path, synchronous: str) -> None:
+def _empty_sqlite_file(path: Path) -> None:
     """Put an empty store at ``path`` (which does not exist yet) by copying this process's
     template, made once by the store itself.
 
@@ -77,7 +77,7 @@ def _empty_sqlite_file(path: Path, synchronous: str) -> None:
         folder = Path(tempfile.mkdtemp(prefix="callsafe-reference-template-"))
         atexit.register(_remove_template, os.getpid(), folder)
         template = folder / "empty.sqlite3"
-        SqliteStore(template, synchronous=synchronous).close()
+        SqliteStore(template).close()
         _TEMPLATE = (os.getpid(), template)
     shutil.copyfile(_TEMPLATE[1], path)
 
@@ -186,7 +186,7 @@ class ReferenceTarget:
                 folder = Path(self._tmp.name)
             path = Path(folder) / "callsafe.sqlite3"
             if not path.exists():
-                _empty_sqlite_file(path, self._sqlite_synchronous)
+                _empty_sqlite_file(path)
             return SqliteStore(path, synchronous=self._sqlite_synchronous)
         from callsafe.reference_impl.postgres_store import PostgresStore
 

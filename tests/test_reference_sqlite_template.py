@@ -30,7 +30,7 @@ def _schema(path: Path) -> tuple[list[tuple[str, str, str]], str]:
 def test_a_store_copied_from_the_template_is_the_store_a_fresh_file_gives(tmp_path: Path) -> None:
     fresh, copied = tmp_path / "fresh.sqlite3", tmp_path / "copied.sqlite3"
     SqliteStore(fresh).close()
-    reference._empty_sqlite_file(copied, "adaptive")
+    reference._empty_sqlite_file(copied)
     SqliteStore(copied).close()
     rows, mode = _schema(copied)
     assert (rows, mode) == _schema(fresh)
@@ -40,7 +40,7 @@ def test_a_store_copied_from_the_template_is_the_store_a_fresh_file_gives(tmp_pa
 def test_certifying_over_copied_stores_reports_what_fresh_stores_do(monkeypatch: pytest.MonkeyPatch) -> None:
     options = Options(generators=("catalog",), minimize=False)
     copied = comparable_text(report_json(certify("reference", options)))
-    monkeypatch.setattr(reference, "_empty_sqlite_file", lambda path, synchronous: None)  # the store makes its file
+    monkeypatch.setattr(reference, "_empty_sqlite_file", lambda path: None)  # the store makes its file
     assert comparable_text(report_json(certify("reference", options))) == copied
 
 
@@ -48,7 +48,7 @@ def test_certifying_over_copied_stores_reports_what_fresh_stores_do(monkeypatch:
 def test_a_forked_child_makes_its_own_template_and_never_removes_its_parents(tmp_path: Path) -> None:
     """The child runs only the template's own exit handler, for both templates (running
     every inherited exit handler would also run the parent's other cleanups)."""
-    reference._empty_sqlite_file(tmp_path / "parent.sqlite3", "adaptive")
+    reference._empty_sqlite_file(tmp_path / "parent.sqlite3")
     assert reference._TEMPLATE is not None
     parent_pid, parent_template = os.getpid(), reference._TEMPLATE[1]
     report = tmp_path / "child.txt"
@@ -57,7 +57,7 @@ def test_a_forked_child_makes_its_own_template_and_never_removes_its_parents(tmp
         code = 1
         try:
             handlers = atexit._ncallbacks()
-            reference._empty_sqlite_file(tmp_path / "child.sqlite3", "adaptive")
+            reference._empty_sqlite_file(tmp_path / "child.sqlite3")
             assert reference._TEMPLATE is not None and atexit._ncallbacks() == handlers + 1
             child_template = reference._TEMPLATE[1]
             report.write_text(str(child_template))
