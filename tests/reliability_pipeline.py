@@ -16,17 +16,16 @@ its turn is bound to.
 from __future__ import annotations
 
 import itertools
-import json
 import random
 import signal
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jsonschema
+from capture_files import FOLDERS, capture_streams
 
 from callsafe.model.system import strict_parse
 from callsafe.model.vocabulary import (
@@ -49,16 +48,6 @@ from callsafe.reference_impl.errors import AssemblerError
 from callsafe.reference_impl.memory_store import MemoryStore
 from callsafe.reference_impl.store import Store
 
-CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "captures" / "vercel-ai"
-FOLDERS = {
-    "openai-responses": ["openai/responses", "open-responses/responses", "azure"],
-    "openai-chat": ["openai-compatible/chat", "deepseek/chat", "groq", "xai", "alibaba", "mistral"],
-    "anthropic-messages": ["anthropic"],
-    "bedrock-converse": ["amazon-bedrock"],
-    "gemini": ["google"],
-    "gemini-interactions": ["google/interactions"],
-    "cohere-v2": ["cohere"],
-}
 PROTOCOLS = list(FOLDERS)
 
 
@@ -88,17 +77,8 @@ def seeds(protocol: str) -> list[bytes]:
     and a rendering of a small trace with two interleaved calls (always)."""
     spec = registry.get(protocol)
     out: list[bytes] = []
-    for folder in FOLDERS[protocol]:
-        for path in sorted((CAPTURES / folder).glob("*.chunks.txt")):
-            payloads = []
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    value = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(value, dict):
-                    payloads.append(value)
-            out.append(encode_payloads(payloads, spec.event_name, done=spec.done_sentinel))
+    for payloads in capture_streams(protocol):
+        out.append(encode_payloads(payloads, spec.event_name, done=spec.done_sentinel))
     events: list[Event] = [
         CallOpened(turn="t1", response="r1", item="0", call="call_a", tool="book"),
         Fragment(turn="t1", response="r1", item="0", call="call_a", position=0, text='{"day":'),

@@ -9,12 +9,11 @@ everything emitted is an abstract event.
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
+from capture_files import FOLDERS, capture_streams
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,35 +21,12 @@ from callsafe.model.vocabulary import Event
 from callsafe.providers import registry
 from callsafe.providers.base import MalformedEvent, ProviderError
 
-CAPTURES = Path(__file__).resolve().parents[2] / "shared" / "captures" / "vercel-ai"
-FOLDERS = {
-    "openai-responses": ["openai/responses", "open-responses/responses", "azure"],
-    "openai-chat": ["openai-compatible/chat", "deepseek/chat", "groq", "xai", "alibaba", "mistral"],
-    "anthropic-messages": ["anthropic"],
-    "bedrock-converse": ["amazon-bedrock"],
-    "gemini": ["google"],
-    "gemini-interactions": ["google/interactions"],
-    "cohere-v2": ["cohere"],
-}
-
 
 @cache
 def streams(protocol: str) -> list[list[dict[str, Any]]]:
     """The captured streams of a protocol, as lists of payloads (lines that are not JSON
     objects left out: this test makes its own bad input)."""
-    out = []
-    for folder in FOLDERS[protocol]:
-        for path in sorted((CAPTURES / folder).glob("*.chunks.txt")):
-            payloads = []
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    value = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(value, dict):
-                    payloads.append(value)
-            out.append(payloads[:60])
-    return out
+    return [payloads[:60] for payloads in capture_streams(protocol)]
 
 
 @cache
