@@ -163,8 +163,8 @@ class Options:
             raise ValueError("workers >= 1, depth >= 0 and a positive budget")
         if self.walks < 0:
             raise ValueError("walks >= 0")
-        if not (1 <= self.calls <= 4 and 1 <= self.turns <= 3 and 1 <= self.fragments <= 4):
-            raise ValueError("calls 1-4, turns 1-3 and fragments 1-4 (the bounds of the model's explorer)")
+        # the model's own Config says which sizes its explorer takes (the walks draw from it)
+        Config(calls=self.calls, turns=self.turns, fragments=self.fragments)
         if self.partition_size is not None and self.partition_size < 1:
             raise ValueError("a partition holds at least one trace")
         if self.scheduler and self.workers > 1:

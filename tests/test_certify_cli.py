@@ -101,7 +101,7 @@ def test_certify_model_size_options_reach_the_walks_and_the_exhaustive_enumerati
     config = doc["generators"]["walks"]["info"]["config"]
     assert (config["calls"], config["turns"], config["fragments"]) == (3, 3, 3)
     code, out = invoke("certify", "reference:memory", "--calls", "5", "--report", str(tmp_path))
-    assert code == 2 and "calls 1-4, turns 1-3 and fragments 1-4" in out
+    assert code == 2 and "bounds: 1-4 calls, 1-3 turns, 1-4 fragments per call" in out
 
 
 def test_replay_exit_status_says_what_happened(tmp_path: Path) -> None:
