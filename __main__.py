@@ -1,5 +1,5 @@
 """``python -m callsafe`` runs the command-line interface."""
 
-from callsafe.certify.cli import main
+from callsafe.cli.main import main
 
 main()

@@ -4,7 +4,7 @@ stateful test, on every mutant of the zoo.
 Issue "Benchmarks", item 4: every mutant caught by callsafe within its default budget,
 with shorter counterexamples than the alternative.
 
-For each mutant (:mod:`callsafe.certify.mutants`):
+For each mutant (:mod:`callsafe.campaigns.zoo`):
 
 * **callsafe**: what ``callsafe selftest`` does, :func:`callsafe.certify.harness.certify`
   with the selftest's options (depth 2, seed 0, one counterexample per invariant,
@@ -45,11 +45,11 @@ from dataclasses import dataclass
 
 from bench.common import Config, Section, busy_note, fmt_ratio, markdown_table
 from bench.plain_machine import PlainOutcome, run_plain
-from callsafe.certify.contract import Target, TargetEnv
+from callsafe.campaigns.selftest import MutantResult
+from callsafe.campaigns.zoo import Mutant, registry
 from callsafe.certify.harness import Options, certify
-from callsafe.certify.mutants import Mutant, registry
-from callsafe.certify.selftest import MutantResult
 from callsafe.certify.targets import TargetFactory, describe, resolve_target
+from callsafe.contract.target import Target, TargetEnv
 from callsafe.model.vocabulary import Event, Restart, Trace
 
 __all__ = ["NAME", "TITLE", "run"]

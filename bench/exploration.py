@@ -35,7 +35,7 @@ Why it is measured the way it is:
   parent of every state (for shortest counterexamples) and the lifecycle table entries
   exercised; TLC keeps 64-bit fingerprints and a queue on disk. The JVM runs with TLC's
   defaults (a maximum heap of a quarter of the machine's memory, grown as needed), with
-  the ``-XX:+UseParallelGC`` flag that :func:`callsafe.model.tla.run_tlc` also passes.
+  the ``-XX:+UseParallelGC`` flag that :func:`callsafe.formal.tla.run_tlc` also passes.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.common import ROOT, Config, Section, busy_note, fmt_ratio, markdown_table
-from callsafe.model.abstract import CONTROLS
-from callsafe.model.abstract import Config as ModelConfig
+from callsafe.formal.abstract import CONTROLS
+from callsafe.formal.abstract import Config as ModelConfig
 
 __all__ = ["NAME", "TITLE", "run"]
 
@@ -118,8 +118,8 @@ class Measure:
 
 def _child(spec: str) -> None:
     """Run in the child: explore one configuration and print what the search took, as JSON."""
-    from callsafe.model.abstract import SystemModel
-    from callsafe.model.graph import explore
+    from callsafe.formal.abstract import SystemModel
+    from callsafe.formal.graph import explore
 
     doc = json.loads(spec)
     config = ModelConfig(doc["calls"], doc["turns"], doc["fragments"], frozenset(doc["controls"]), doc["restarts"])
@@ -199,9 +199,9 @@ def _proc_cpu_and_hwm(pid: int) -> tuple[float | None, int]:
 
 def run_tlc(tla: Path, cfg: Path, workers: int) -> Measure:
     """TLC breadth first on ``tla`` with ``workers`` workers, as
-    :func:`callsafe.model.tla.run_tlc` runs it (without deadlock checking), timestamping
+    :func:`callsafe.formal.tla.run_tlc` runs it (without deadlock checking), timestamping
     its output lines as they arrive."""
-    from callsafe.model.tla import find_tla2tools
+    from callsafe.formal.tla import find_tla2tools
 
     java, jar = shutil.which("java"), find_tla2tools()
     if java is None or jar is None:
@@ -250,7 +250,7 @@ def run_tlc(tla: Path, cfg: Path, workers: int) -> Measure:
 
 def tlc_available() -> str | None:
     """Why TLC cannot run here, or None when it can."""
-    from callsafe.model.tla import find_tla2tools
+    from callsafe.formal.tla import find_tla2tools
 
     if shutil.which("java") is None:
         return "Java is not installed"
@@ -267,8 +267,8 @@ def tlc_available() -> str | None:
 def measure(shape: Shape, repeat: int, workdir: Path) -> dict[str, Measure]:
     """Every variant on one configuration, interleaved, best of ``min(repeat, shape.repeat)``;
     raises when TLC and the explorer disagree on the state space."""
-    from callsafe.model.abstract import SystemModel
-    from callsafe.model.tla import export_tla
+    from callsafe.formal.abstract import SystemModel
+    from callsafe.formal.tla import export_tla
 
     tla, cfg = export_tla(SystemModel(shape.config), workdir)
     names = ["callsafe", *(f"tlc-w{w}" for w in TLC_WORKERS)]
@@ -389,7 +389,7 @@ def run(config: Config) -> Section:
     lines += [
         "The same state space both ways: each configuration's TLA+ export (`callsafe export --tla`, every state",
         "invariant checked) under TLC breadth first, with one and with two workers, and callsafe's explorer",
-        "(`callsafe.model.graph.explore`) on the model it was exported from; the distinct and generated state",
+        "(`callsafe.formal.graph.explore`) on the model it was exported from; the distinct and generated state",
         "counts are checked equal before anything is reported. Each in its own process, reaped with `os.wait4`:",
         "**process** is the whole process (interpreter or JVM start, imports or parsing, search); **search** is",
         "the explorer's `explore()` call timed inside its process, and TLC from its `Starting...` line to its",

@@ -53,7 +53,7 @@ from typing import Any
 
 from bench.common import ROOT, Config, Section, busy_note, fmt_ratio, markdown_table
 from callsafe.certify.harness import Certification, Options, certify
-from callsafe.certify.report import comparable_text, report_json
+from callsafe.reporting.report import comparable_text, report_json
 
 NAME = "scaling"
 TITLE = "Scaling out certification (local processes, Dask)"

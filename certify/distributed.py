@@ -37,8 +37,8 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
+from callsafe.certify.checking import run_partition
 from callsafe.certify.execution import Execution, ExecutionError, PartitionResult
-from callsafe.certify.harness import run_partition
 from callsafe.certify.partitions import Partition
 from callsafe.certify.targets import TargetFactory, TargetInfo, resolve_target
 

@@ -20,14 +20,34 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from callsafe.certify.judge import Judgement
 from callsafe.certify.partitions import Partition
+from callsafe.generators.coverage import Pair, Transition
+from callsafe.model.vocabulary import Trace
 
-if TYPE_CHECKING:
-    from callsafe.certify.harness import TraceResult
+__all__ = ["Execution", "ExecutionError", "Executor", "PartitionResult", "TraceResult"]
 
-__all__ = ["Execution", "ExecutionError", "Executor", "PartitionResult"]
+
+@dataclass
+class TraceResult:
+    """One trace's outcome, as a worker returns it (small, picklable): the trace itself
+    only when it violated something (it may become a counterexample)."""
+
+    generator: str
+    index: int
+    name: str
+    missing: tuple[str, ...]  # capabilities the trace needs and the target lacks
+    judgement: Judgement | None  # None when not applicable
+    seconds: float = 0.0
+    transitions: frozenset[Transition] = frozenset()
+    pairs: frozenset[Pair] = frozenset()
+    trace: Trace | None = None
+
+    @property
+    def applicable(self) -> bool:
+        return not self.missing
 
 
 class ExecutionError(RuntimeError):

@@ -35,24 +35,31 @@ Why it is shaped this way:
 from __future__ import annotations
 
 import functools
-import multiprocessing
-import os
-import sys
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from callsafe import __version__
-from callsafe.certify.contract import CAPABILITIES, Target
-from callsafe.certify.execution import Execution, Executor, PartitionResult
-from callsafe.certify.judge import Finding, Judgement, judge_observations
+from callsafe.certify.checking import (
+    BYTE_CAPS,
+    Checked,
+    Counterexample,
+    Example,
+    check_trace,
+    run_checked,
+    run_partition,
+)
+from callsafe.certify.execution import Execution, Executor, TraceResult
+from callsafe.certify.local import InProcess, Processes
+from callsafe.certify.minimize import minimize_counterexample
 from callsafe.certify.partitions import Partition, exhaustive_partitions, listed_partitions, walk_partitions
-from callsafe.certify.runner import Run, run_trace
 from callsafe.certify.targets import TargetFactory, TargetInfo, describe, resolve_target, spec_of
-from callsafe.certify.wire import ABSTRACT, NotRepresentable, not_applicable_reason, prepare, response_deferred_liveness
+from callsafe.certify.wire import ABSTRACT
 from callsafe.certify.wire_traces import wire_traces
+from callsafe.contract.target import CAPABILITIES
+from callsafe.formal.abstract import Config
 from callsafe.generators.catalog import CATALOG
 from callsafe.generators.coverage import (
     ALL_TRANSITIONS,
@@ -62,15 +69,11 @@ from callsafe.generators.coverage import (
     config_for,
     coverage_suite,
 )
-from callsafe.generators.coverage import reached_by_steps as _reached_by_steps
-from callsafe.generators.exhaustive import Bound, ExhaustiveStats
-from callsafe.generators.needs import exhaustive_controls, needed_capabilities
+from callsafe.generators.exhaustive import Bound
+from callsafe.generators.needs import exhaustive_controls
 from callsafe.generators.walks import walk_config
-from callsafe.model.abstract import Config
 from callsafe.model.invariants import INVARIANTS
-from callsafe.model.lifecycle import CallEvent
-from callsafe.model.oracle import Oracle, judge
-from callsafe.model.vocabulary import Observation, Trace
+from callsafe.model.vocabulary import Trace
 
 __all__ = [
     "BYTE_CAPS",
@@ -189,257 +192,6 @@ class Options:
         }
 
 
-@dataclass
-class TraceResult:
-    """One trace's outcome, as a worker returns it (small, picklable): the trace itself
-    only when it violated something (it may become a counterexample)."""
-
-    generator: str
-    index: int
-    name: str
-    missing: tuple[str, ...]  # capabilities the trace needs and the target lacks
-    judgement: Judgement | None  # None when not applicable
-    seconds: float = 0.0
-    transitions: frozenset[Transition] = frozenset()
-    pairs: frozenset[Pair] = frozenset()
-    trace: Trace | None = None
-
-    @property
-    def applicable(self) -> bool:
-        return not self.missing
-
-
-@dataclass
-class Checked:
-    """One trace checked against one target: the run, the oracle and the judgement."""
-
-    trace: Trace
-    missing: tuple[str, ...]
-    run: Run | None
-    oracle: Oracle
-    judgement: Judgement
-    note: str = ""  # why the trace is not applicable, beyond the missing capabilities
-
-    @property
-    def violated(self) -> set[str]:
-        return self.judgement.violated
-
-    def explain(self, invariant: str | None = None) -> str:
-        return self.judgement.explain(invariant)
-
-
-def _not_applicable_judgement() -> Judgement:
-    return Judgement({inv.id: None for inv in INVARIANTS})
-
-
-def _run_checked(factory: TargetFactory, capabilities: frozenset[str], trace: Trace) -> Checked:
-    missing = tuple(sorted(needed_capabilities(trace) - capabilities))
-    if missing:
-        return Checked(trace, missing, None, judge(trace), _not_applicable_judgement())
-    try:
-        target: Target = factory()
-    except Exception as exc:  # a target that cannot even be built: recorded, judged on nothing
-        oracle = judge(trace)
-        run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
-        return Checked(trace, missing, run, oracle, judge_observations(trace, [], capabilities, run.errors, oracle))
-    if target.protocol != ABSTRACT:
-        return _run_checked_wire(target, capabilities, trace)
-    oracle = judge(trace)
-    try:
-        run = run_trace(target, trace)
-    except Exception as exc:  # a target that cannot even start: recorded, judged on nothing
-        run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
-    judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
-    return Checked(trace, missing, run, oracle, judgement)
-
-
-BYTE_CAPS: Final = "byte caps"
-
-
-def _run_checked_wire(target: Target, capabilities: frozenset[str], trace: Trace) -> Checked:
-    """One trace against a provider-protocol target: relabelled, rendered, run, judged (see
-    :mod:`callsafe.certify.wire` for the rules).
-
-    A trace whose verdicts turn on a byte cap (the model refuses a call for exceeding
-    it) is not applicable, counted under :data:`BYTE_CAPS`: the caps in ``env.limits`` are
-    the application's configuration, no provider's wire carries them, and a client library
-    has no setting for them, so a library that runs such a call has broken no promise of
-    its own. (A capability for caps would let a wire target that enforces them opt in.)"""
-    try:
-        trace, plan = prepare(trace, target.protocol)
-    except NotRepresentable as exc:
-        reason = not_applicable_reason(target.protocol)
-        return Checked(trace, (reason,), None, judge(trace), _not_applicable_judgement(), str(exc))
-    oracle = judge(trace)
-    if any(step.event is CallEvent.OVER_LIMIT for step in oracle.steps):
-        note = "the model refuses a call for a byte cap, which is the application's setting, not the wire's"
-        return Checked(trace, (BYTE_CAPS,), None, oracle, _not_applicable_judgement(), note)
-    try:
-        run = run_trace(target, trace, plan=plan)
-    except Exception as exc:  # a target that cannot even start: recorded, judged on nothing
-        run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
-    judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
-    live = judgement.results.get("LIVE-DISPATCH")
-    if live:
-        counts = response_deferred_liveness(trace)
-        judgement.results["LIVE-DISPATCH"] = [f for f in live if counts(f.key)]
-    return Checked(trace, (), run, oracle, judgement)
-
-
-def check_trace(target: str | TargetFactory, trace: Trace) -> Checked:
-    """Run one trace against a fresh target and judge it (``callsafe replay``, and the
-    pytest files written for counterexamples)."""
-    factory = resolve_target(target) if isinstance(target, str) else target
-    info = describe(factory, target if isinstance(target, str) else None)
-    return _run_checked(factory, info.capabilities, trace)
-
-
-def _result(generator: str, index: int, checked: Checked, seconds: float) -> TraceResult:
-    if checked.missing:
-        return TraceResult(generator, index, checked.trace.name, checked.missing, None, seconds)
-    got = _reached_by_steps(checked.oracle.steps)
-    return TraceResult(
-        generator,
-        index,
-        checked.trace.name,
-        (),
-        checked.judgement,
-        seconds,
-        frozenset(got.transitions),
-        frozenset(got.pairs),
-        checked.trace if checked.judgement.violated else None,
-    )
-
-
-def _run_one(
-    factory: TargetFactory, capabilities: frozenset[str], generator: str, index: int, trace: Trace
-) -> TraceResult:
-    started = time.perf_counter()
-    checked = _run_checked(factory, capabilities, trace)
-    return _result(generator, index, checked, time.perf_counter() - started)
-
-
-def _run_pieces(
-    factory: TargetFactory,
-    capabilities: frozenset[str],
-    partition: Partition,
-    deadline: float | None,
-    worker: str = "",
-) -> Iterator[PartitionResult]:
-    """Make a partition's traces here and run each against a fresh target, handing the
-    results back one trace at a time; the last piece has what the enumeration skipped after
-    the last trace, and ``complete=False`` when ``deadline`` stopped the partition."""
-    stats = ExhaustiveStats()
-    skipped = 0
-    for offset, trace in enumerate(partition.traces(stats)):
-        if deadline is not None and time.time() > deadline:
-            yield PartitionResult(partition, [], stats.skipped - skipped, False, worker)
-            return
-        result = _run_one(factory, capabilities, partition.generator, partition.start + offset, trace)
-        yield PartitionResult(partition, [result], stats.skipped - skipped, worker=worker)
-        skipped = stats.skipped
-    yield PartitionResult(partition, [], stats.skipped - skipped, worker=worker)
-
-
-def run_partition(
-    factory: TargetFactory,
-    capabilities: frozenset[str],
-    partition: Partition,
-    deadline: float | None = None,
-    worker: str = "",
-) -> PartitionResult:
-    """A partition's results in one piece (as a worker sends them back), until ``deadline``
-    (a :func:`time.time` value: comparable across the processes of a machine, and across
-    machines as far as their clocks agree)."""
-    results: list[TraceResult] = []
-    skipped = 0
-    complete = True
-    for piece in _run_pieces(factory, capabilities, partition, deadline, worker):
-        results += piece.results
-        skipped += piece.skipped
-        complete = piece.complete
-    return PartitionResult(partition, results, skipped, complete, worker)
-
-
-# --------------------------------------------------------------------------------------
-# Local executors: this process, or worker processes that build their own targets
-# --------------------------------------------------------------------------------------
-
-_WORKER: dict[str, Any] = {}
-
-
-def _worker_init(spec: str, capabilities: frozenset[str], path: list[str]) -> None:
-    sys.path[:] = path
-    _WORKER["factory"] = resolve_target(spec)
-    _WORKER["capabilities"] = capabilities
-
-
-def _worker_run(partition: Partition, deadline: float | None) -> PartitionResult:
-    return run_partition(_WORKER["factory"], _WORKER["capabilities"], partition, deadline, f"pid {os.getpid()}")
-
-
-class _InProcess:
-    """Runs each partition here, handing results back one trace at a time (the progress
-    bar moves per trace, and a budget stops between two traces)."""
-
-    def __init__(self, factory: TargetFactory, capabilities: frozenset[str]) -> None:
-        self.factory = factory
-        self.capabilities = capabilities
-        self.record = Execution()
-
-    def run(self, partitions: Iterator[Partition], deadline: float | None) -> Iterator[PartitionResult]:
-        for partition in partitions:
-            self.record.partitions += 1
-            for piece in _run_pieces(self.factory, self.capabilities, partition, deadline):
-                yield piece
-                if not piece.complete:
-                    return
-
-    def close(self, abort: bool = False) -> None:
-        """Nothing to release."""
-
-    def execution(self) -> Execution:
-        return self.record
-
-
-class _Processes:
-    """Runs partitions in a pool of local worker processes (spawned: nothing of the
-    parent's state leaks in), a few partitions ahead of the one whose results are awaited."""
-
-    def __init__(self, info: TargetInfo, workers: int, partition_size: int) -> None:
-        self.workers = workers
-        ctx = multiprocessing.get_context("spawn")
-        self.pool: Any = ctx.Pool(
-            workers, initializer=_worker_init, initargs=(info.spec, info.capabilities, list(sys.path))
-        )
-        self.record = Execution("processes", workers, None, partition_size)
-
-    def run(self, partitions: Iterator[Partition], deadline: float | None) -> Iterator[PartitionResult]:
-        window: deque[Any] = deque()
-        for partition in partitions:
-            if deadline is not None and time.time() > deadline:
-                while window:
-                    yield window.popleft().get()
-                yield PartitionResult(partition, [], complete=False)
-                return
-            self.record.partitions += 1
-            window.append(self.pool.apply_async(_worker_run, (partition, deadline)))
-            while len(window) > self.workers * 2:
-                yield window.popleft().get()
-        while window:
-            yield window.popleft().get()
-
-    def close(self, abort: bool = False) -> None:
-        if abort:
-            self.pool.terminate()
-        else:
-            self.pool.close()
-        self.pool.join()
-
-    def execution(self) -> Execution:
-        return self.record
-
-
 def _executor(options: Options, factory: TargetFactory, info: TargetInfo) -> Executor:
     size = options.partition_size or PARTITION_SIZE
     if options.scheduler:
@@ -447,8 +199,8 @@ def _executor(options: Options, factory: TargetFactory, info: TargetInfo) -> Exe
 
         return DaskExecutor(options.scheduler, info, size)
     if options.workers > 1:
-        return _Processes(info, options.workers, size)
-    return _InProcess(factory, info.capabilities)
+        return Processes(info, options.workers, size)
+    return InProcess(factory, info.capabilities)
 
 
 # --------------------------------------------------------------------------------------
@@ -488,31 +240,6 @@ class GeneratorStats:
             "violated": dict(sorted(self.violated.items())),
             **({"info": self.info} if self.info else {}),
         }
-
-
-@dataclass
-class Example:
-    """A violating trace kept for minimisation."""
-
-    generator: str
-    trace: Trace
-    findings: list[Finding]
-
-
-@dataclass
-class Counterexample:
-    """A minimal trace that still violates ``invariant``, with its run on the target."""
-
-    invariant: str
-    generator: str
-    original: Trace
-    minimal: Trace
-    findings: list[Finding]
-    observations: list[Observation]
-    errors: list[str]
-    explanation: list[str]
-    tests_run: int
-    files: dict[str, str] = field(default_factory=dict)  # kind -> path (set by the report)
 
 
 @dataclass
@@ -659,8 +386,6 @@ def certify(
     progress: ProgressCallback | None = None,
 ) -> Certification:
     """Certify ``target`` (a name, see :mod:`callsafe.certify.targets`, or a factory)."""
-    from callsafe.certify.minimize import minimize_counterexample
-
     options = options or Options()
     factory = resolve_target(target) if isinstance(target, str) else target
     spec = target if isinstance(target, str) else spec_of(factory)
@@ -719,7 +444,7 @@ def certify(
                     kept.append(Example(result.generator, result.trace, found))
 
     executor = _executor(options, factory, info)
-    size = None if isinstance(executor, _InProcess) else options.partition_size or PARTITION_SIZE
+    size = None if isinstance(executor, InProcess) else options.partition_size or PARTITION_SIZE
     try:
         for piece in executor.run(plan_partitions(options, info, gen_stats, size), deadline):
             name = piece.partition.generator
@@ -799,4 +524,4 @@ def run_traces(target: str | TargetFactory, traces: Sequence[Trace]) -> list[Che
     """Check several traces against fresh targets, in this process (for tests and tools)."""
     factory = resolve_target(target) if isinstance(target, str) else target
     info = describe(factory, target if isinstance(target, str) else None)
-    return [_run_checked(factory, info.capabilities, t) for t in traces]
+    return [run_checked(factory, info.capabilities, t) for t in traces]

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from callsafe.certify.harness import Checked, Counterexample, Example, _run_checked
+from callsafe.certify.checking import Checked, Counterexample, Example, run_checked
 from callsafe.certify.targets import TargetFactory
 from callsafe.model.vocabulary import Event, Replay, Trace
 
@@ -150,7 +150,7 @@ def minimize_counterexample(
     def fails(candidate: Trace) -> bool:
         nonlocal runs
         runs += 1
-        checked = _run_checked(factory, capabilities, candidate)
+        checked = run_checked(factory, capabilities, candidate)
         if checked.missing or invariant not in checked.violated:
             return False
         last["checked"] = checked
@@ -165,10 +165,10 @@ def minimize_counterexample(
         name=name[:200],
         source=example.trace.source,
     )
-    checked = _run_checked(factory, capabilities, minimal)
+    checked = run_checked(factory, capabilities, minimal)
     runs += 1
     if invariant not in checked.violated:  # a flaky target: keep the original
-        minimal, checked = example.trace, _run_checked(factory, capabilities, example.trace)
+        minimal, checked = example.trace, run_checked(factory, capabilities, example.trace)
     if checked.trace.events != minimal.events:  # relabelled for a provider protocol: show what ran
         minimal = Trace(
             events=checked.trace.events,

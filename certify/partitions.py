@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from callsafe.formal.abstract import Config
 from callsafe.generators.exhaustive import (
     Bound,
     ExhaustivePart,
@@ -38,7 +39,6 @@ from callsafe.generators.exhaustive import (
     exhaustive_subtree,
 )
 from callsafe.generators.walks import random_walks
-from callsafe.model.abstract import Config
 from callsafe.model.vocabulary import Trace
 
 __all__ = [

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callsafe.certify.contract import Target, TargetEnv
 from callsafe.certify.wire import ABSTRACT, WirePlan, prepare
+from callsafe.contract.target import Target, TargetEnv
 from callsafe.model.system import apply_tool_change, business_check
 from callsafe.model.vocabulary import (
     BusinessValidated,

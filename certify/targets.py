@@ -12,7 +12,7 @@ can be imported anywhere:
   catalog :data:`callsafe.targets.libraries.LIBRARY_TARGETS` (``library:openai:openai-chat:final``);
   these read a provider's wire (:mod:`callsafe.certify.wire`);
 * ``module:factory``: any callable in an importable module that returns a fresh
-  :class:`~callsafe.certify.contract.Target` each time it is called (a class works). The
+  :class:`~callsafe.contract.target.Target` each time it is called (a class works). The
   current directory is importable, as with ``python -m``.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from callsafe.certify.contract import CAPABILITIES, ProtocolTarget, Target
+from callsafe.contract.target import CAPABILITIES, ProtocolTarget, Target
 
 __all__ = [
     "REFERENCE_STORES",

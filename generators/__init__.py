@@ -11,5 +11,6 @@
 * :mod:`~callsafe.generators.needs`: the capabilities a trace needs, and the bounded
   configurations that fit a target.
 
-This package imports only :mod:`callsafe.model`.
+Role: adversarial abstract traces, as data. Imports only :mod:`callsafe.model` and
+:mod:`callsafe.formal` (the state graph the walks and coverage paths are drawn from).
 """

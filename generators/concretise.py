@@ -1,4 +1,4 @@
-"""From a path of abstract actions (:mod:`callsafe.model.abstract`) to a concrete trace.
+"""From a path of abstract actions (:mod:`callsafe.formal.abstract`) to a concrete trace.
 
 Why a separate step: the state graph makes data a nondeterministic choice ("this buffer
 turns out malformed", "this call fails validation", "this actor is refused") and lets
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from callsafe.model.abstract import AbsState, Action, Config
+from callsafe.formal.abstract import AbsState, Action, Config
 from callsafe.model.lifecycle import State
 from callsafe.model.vocabulary import (
     CallOpened,
@@ -253,5 +253,5 @@ class _Builder:
 
 def concretise(config: Config, initial: AbsState, path: Sequence[tuple[Action, AbsState]]) -> Trace:
     """The concrete trace of an abstract path (``(action, state after)`` pairs, as
-    :meth:`~callsafe.model.graph.Exploration.path_to` returns them) starting at ``initial``."""
+    :meth:`~callsafe.formal.graph.Exploration.path_to` returns them) starting at ``initial``."""
     return _Builder(config, path, initial).build()

@@ -5,7 +5,7 @@ should be able to make, and "every pair of consecutive transitions of one call" 
 next step up (it is what separates "a cancel reached a collecting call" from "a cancel
 reached a collecting call *right after a repeated fragment*").
 
-:func:`coverage_suite` explores a bounded configuration (:func:`callsafe.model.graph.explore`)
+:func:`coverage_suite` explores a bounded configuration (:func:`callsafe.formal.graph.explore`)
 and picks paths that cover every lifecycle transition (a state-changing table entry) and
 every pair of consecutive transitions of one call. The choice is **greedy**, not optimal:
 from the end of the current path it goes to the nearest step that covers something new
@@ -27,10 +27,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from callsafe.formal.abstract import AbsState, Action, Config, SystemModel, TableEntry
+from callsafe.formal.graph import Exploration, explore
 from callsafe.generators.concretise import INTERNAL_ACTIONS, concretisable, concretise
 from callsafe.generators.needs import model_controls
-from callsafe.model.abstract import AbsState, Action, Config, SystemModel, TableEntry
-from callsafe.model.graph import Exploration, explore
 from callsafe.model.lifecycle import TRANSITIONS, CallEvent, State
 from callsafe.model.system import run_semantics
 from callsafe.model.vocabulary import Trace

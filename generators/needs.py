@@ -6,7 +6,7 @@ target that declares it has no such thing: the harness reports it "not applicabl
 "passed". Deriving the needs from the events (rather than asking each generator to
 declare them) means a hand-edited or minimised trace gets the right needs too.
 
-The names are those of :data:`callsafe.certify.contract.CAPABILITIES` (generators must
+The names are those of :data:`callsafe.contract.target.CAPABILITIES` (generators must
 not import the harness, so the names are repeated here; a test keeps them in step).
 """
 
@@ -96,7 +96,7 @@ def needed_capabilities(trace: Trace) -> frozenset[str]:
 # Bounded configurations that fit a target: generate only what can apply to it
 # --------------------------------------------------------------------------------------
 
-# Model controls (callsafe.model.abstract.CONTROLS) every target can face: they need no
+# Model controls (callsafe.formal.abstract.CONTROLS) every target can face: they need no
 # capability beyond assembling calls.
 _BASIC_CONTROLS: Final = frozenset({"replay", "conflict", "limits", "malformed", "response_end"})
 _CONTROLS_BY_CAPABILITY: Final[dict[str, frozenset[str]]] = {

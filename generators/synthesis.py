@@ -6,7 +6,7 @@ confirmation races a tenant stop, with two calls": a constraint problem over pat
 model, which z3 answers directly. A hazard (:class:`Hazard`) is a sequence of steps that
 must occur in order along a path (each an action, possibly with a condition on the states
 around it), bound to one call; :func:`synthesise` asks z3 for the shortest path of the
-model (:mod:`callsafe.model.z3_encoding`, the same transition relation the proofs use)
+model (:mod:`callsafe.formal.z3_encoding`, the same transition relation the proofs use)
 that contains them, under a length bound and a configuration (number of calls, turns,
 fragments, controls).
 
@@ -34,10 +34,11 @@ from typing import Final
 
 import z3
 
+from callsafe.formal.abstract import AbsState, Action, Config, SystemModel
+from callsafe.formal.ops import Ops, Val
+from callsafe.formal.z3_encoding import Encoding
 from callsafe.generators.concretise import DURING_CAPABLE, concretise
-from callsafe.model.abstract import AbsState, Action, Config, SystemModel
 from callsafe.model.lifecycle import State
-from callsafe.model.ops import Ops, Val
 from callsafe.model.oracle import judge
 from callsafe.model.vocabulary import (
     CallAddressed,
@@ -52,7 +53,6 @@ from callsafe.model.vocabulary import (
     Trace,
     TurnStarted,
 )
-from callsafe.model.z3_encoding import Encoding
 
 __all__ = [
     "HAZARDS",

@@ -5,7 +5,7 @@ shortest way there; random walks visit them again in company they would not othe
 keep (two calls, a control in between, a restart later), which is where implementations
 that pass every fixture still break. Walk ``n`` of seed ``s`` is driven by its own
 ``random.Random`` seeded with ``(s, n)`` over the concretisable steps of
-:class:`~callsafe.model.abstract.SystemModel`, so the same seed always gives the same
+:class:`~callsafe.formal.abstract.SystemModel`, so the same seed always gives the same
 traces, and any range of walks (``start``) can be drawn without drawing the walks before
 it: a distributed certification hands each worker a range of walk numbers
 (:mod:`callsafe.certify.partitions`).
@@ -16,9 +16,9 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
+from callsafe.formal.abstract import AbsState, Action, Config, SystemModel
 from callsafe.generators.concretise import concretisable, concretise
 from callsafe.generators.needs import model_controls
-from callsafe.model.abstract import AbsState, Action, Config, SystemModel
 from callsafe.model.lifecycle import TERMINAL_STATES, State
 from callsafe.model.vocabulary import Trace
 

@@ -1,13 +1,13 @@
-"""The declarative model of streamed tool-call assembly.
+"""The spec as code: the vocabulary, the lifecycle table and the system rules, and what
+judges a run by them.
 
-``vocabulary`` (keys, events, observations, traces), ``lifecycle`` (the per-call table),
-``system`` (turns, tenants, operator controls, restart, and the executable semantics),
-``oracle`` (verdicts per call), ``invariants`` (checkers over observations), ``abstract``
-and ``graph`` (the finite transition system and its state graph), ``compiled`` (the same
-rules as generated Python: the explorer's inner loop), ``diagrams``.
-The formal side: ``ops`` (the operations the abstract rules are written in, so that one
-text is read as values, z3 terms and TLA+), ``z3_encoding`` and ``z3_proof`` (bounded model
-checking, k-induction), ``lemmas`` (strengthening by Houdini), ``mutants`` (deliberately
-wrong models), ``tla`` (TLA+ export, TLC runner), ``explain`` (counterexamples in words).
-Nothing here imports anything else of the project.
+``vocabulary`` (keys, events, observations, traces), ``lifecycle`` (the per-call table,
+pure data), ``system`` (turns, tenants, operator controls, restart: the guards that resolve
+an input against its call, and the broadcasts), ``oracle`` (the verdict for every call of
+a concrete trace), ``invariants`` (checkers over a trace and what a target was seen to
+do), ``builder`` (traces by hand).
+
+Role: the rules, and nothing that reads them another way (the explorer, z3, TLA+ are in
+:mod:`callsafe.formal`; drawings in :mod:`callsafe.diagrams`). Lowest floor: nothing here
+imports anything else of the project.
 """

@@ -28,7 +28,7 @@ The table below maps every ``(State, CallEvent)`` pair to one of three outcomes:
 Every pair is written out: ``tests/test_lifecycle.py`` proves the table is total. The
 system rules that decide *which* ``CallEvent`` an input event means for a given call (is
 the turn still current? is the tenant stopped?) sit in :mod:`callsafe.model.system`. The
-diagrams (:mod:`callsafe.model.diagrams`), the state graph (:mod:`callsafe.model.graph`)
+diagrams (:mod:`callsafe.diagrams.model`), the state graph (:mod:`callsafe.formal.graph`)
 and the oracle are all generated from this table, so the picture is the machine.
 """
 

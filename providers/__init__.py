@@ -6,6 +6,8 @@ protocol's events (and SSE bytes), and parse its events back into abstract event
 ``sse`` the incremental SSE codec; ``registry`` maps protocol names to modules;
 ``streams`` parses and renders whole streams. Each protocol module documents its call
 keys, its terminal events, what its parser decides and what its renderer can express.
+
+Role: the wire protocols, both directions. Imports only :mod:`callsafe.model`.
 """
 
 from callsafe.providers.base import (

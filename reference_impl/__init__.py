@@ -18,4 +18,7 @@ Modules, from the inside out:
 * :mod:`~callsafe.reference_impl.conformance`: does a run agree with the model?
 
 The certification target is :class:`callsafe.targets.reference.ReferenceTarget`.
+
+Role: the reference implementation, keeping every invariant. Imports only
+:mod:`callsafe.model`.
 """

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
-from callsafe.certify.contract import TargetEnv
+from callsafe.contract.target import TargetEnv
 from callsafe.model.vocabulary import CallKey, Disconnect, Event, Executed, Limits, ToolSpec, TurnStarted
 
 __all__ = [
@@ -141,7 +141,7 @@ class _Binding:
 
 
 class WireTarget:
-    """Base of the library adapters: a :class:`~callsafe.certify.contract.Target` that consumes
+    """Base of the library adapters: a :class:`~callsafe.contract.target.Target` that consumes
     one provider's wire payloads through :meth:`receive_wire` and the application events
     (turns, disconnects) through :meth:`receive`.
 

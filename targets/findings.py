@@ -1,5 +1,5 @@
 """What the client libraries do wrong, named once: the findings behind the violated cells of
-the conformance matrix (:mod:`callsafe.certify.matrix`).
+the conformance matrix (:mod:`callsafe.campaigns.matrix`).
 
 Each :class:`Finding` carries
 

@@ -5,7 +5,7 @@ reference implementation and changes one thing at its boundary, the way a real c
 library or executor gets it wrong (the public bug reports the catalog cites): it rewrites
 the events the implementation sees, or the services it is handed (executor, validator,
 catalog). ``callsafe selftest`` certifies every one and reports which invariant caught it
-and how small the minimal counterexample is (:mod:`callsafe.certify.mutants` is the
+and how small the minimal counterexample is (:mod:`callsafe.campaigns.zoo` is the
 registry, with the invariant each is expected to trip).
 
 The wrappers never touch the reference implementation's internals, so they stay valid
@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from callsafe.certify.contract import TargetEnv
+from callsafe.contract.target import TargetEnv
 from callsafe.model.vocabulary import (
     CallAddressed,
     CallKey,

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from callsafe.certify.contract import CAPABILITIES, TargetEnv
+from callsafe.contract.target import CAPABILITIES, TargetEnv
 from callsafe.model.vocabulary import Event
 from callsafe.reference_impl.buffer import DEFAULT_SCAN_EVERY
 from callsafe.reference_impl.core import Core

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from callsafe.certify import mutants
-from callsafe.certify.cli import main
+from callsafe.campaigns import zoo as mutants
+from callsafe.cli.main import main
 from callsafe.generators.catalog import by_name
 
 

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from callsafe.certify.cli import main
 from callsafe.certify.execution import ExecutionError
 from callsafe.certify.harness import (
     Certification,
@@ -27,11 +26,12 @@ from callsafe.certify.harness import (
     exhaustive_bound,
     plan_partitions,
 )
-from callsafe.certify.report import comparable_text, report_json
 from callsafe.certify.targets import describe, resolve_target
+from callsafe.cli.main import main
 from callsafe.generators.catalog import CATALOG
 from callsafe.generators.exhaustive import ExhaustiveStats, exhaustive_traces
 from callsafe.generators.walks import random_walks, walk_config
+from callsafe.reporting.report import comparable_text, report_json
 
 SMALL = Options(depth=2, walks=40, generators=("catalog", "walks", "exhaustive"), minimize=True)
 

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from callsafe.certify.cli import main
 from callsafe.certify.harness import GeneratorStats, Options, certify, exhaustive_bound, plan_partitions
 from callsafe.certify.partitions import Partition, exhaustive_partitions, listed_partitions, walk_partitions
-from callsafe.certify.report import comparable_text
 from callsafe.certify.targets import describe, resolve_target
+from callsafe.cli.main import main
 from callsafe.generators.catalog import CATALOG
 from callsafe.generators.exhaustive import (
     Bound,
@@ -27,6 +26,7 @@ from callsafe.generators.exhaustive import (
     exhaustive_traces,
 )
 from callsafe.generators.walks import WALK_CONFIG, random_walks, walk_config
+from callsafe.reporting.report import comparable_text
 
 
 def _unrolled(partitions: list[Partition]) -> tuple[list[tuple[int, str]], int]:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from callsafe.certify.harness import Options, certify
-from callsafe.certify.report import write_reports
 from callsafe.generators.coverage import ALL_TRANSITIONS
 from callsafe.model.lifecycle import State
+from callsafe.reporting.report import write_reports
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("callsafe.targets.reference") is None, reason="the reference target is not installed"

@@ -11,9 +11,9 @@ from pathlib import Path
 import jsonschema
 
 from callsafe.certify.harness import Certification, Options, certify, check_trace
-from callsafe.certify.report import REPORT_SCHEMA, comparable_text, html_report, junit_xml, report_json, write_reports
-from callsafe.certify.sequence import sequence_rows, sequence_svg
+from callsafe.diagrams.sequence import sequence_rows, sequence_svg
 from callsafe.generators.catalog import by_name
+from callsafe.reporting.report import REPORT_SCHEMA, comparable_text, html_report, junit_xml, report_json, write_reports
 
 OPTIONS = Options(depth=1, walks=20, generators=("catalog", "walks"))
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from callsafe.certify.harness import Options, certify
-from callsafe.certify.report import write_reports
+from callsafe.reporting.report import write_reports
 
 
 def test_synthesised_traces_are_a_generator_and_labelled_in_the_report(tmp_path: Path) -> None:

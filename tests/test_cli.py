@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from callsafe.certify.cli import main
+from callsafe.cli.main import main
 from callsafe.model.lifecycle import State
 
 

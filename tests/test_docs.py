@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from callsafe.model.diagrams import lifecycle_diagram
+from callsafe.diagrams.model import lifecycle_diagram
 
 ROOT = Path(__file__).resolve().parents[1]
 

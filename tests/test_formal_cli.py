@@ -11,8 +11,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from callsafe.certify.cli_formal import export_cmd, prove_cmd
-from callsafe.model.tla import find_tla2tools
+from callsafe.cli.formal import export_cmd, prove_cmd
+from callsafe.formal.tla import find_tla2tools
 
 
 @click.group()

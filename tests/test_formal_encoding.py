@@ -9,7 +9,7 @@ import random
 import pytest
 import z3
 
-from callsafe.model.abstract import (
+from callsafe.formal.abstract import (
     CONTROLS,
     INVARIANT_IDS,
     AbsState,
@@ -19,11 +19,11 @@ from callsafe.model.abstract import (
     state_invariants,
     successor,
 )
-from callsafe.model.explain import describe_change, render_path
-from callsafe.model.graph import explore
+from callsafe.formal.explain import describe_change, render_path
+from callsafe.formal.graph import explore
+from callsafe.formal.z3_encoding import Encoding, leaves, rebuild
+from callsafe.formal.z3_proof import bounded_check, k_induction, prove, replay
 from callsafe.model.lifecycle import INTERNAL_STEPS, TRANSITIONS, CallEvent, State
-from callsafe.model.z3_encoding import Encoding, leaves, rebuild
-from callsafe.model.z3_proof import bounded_check, k_induction, prove, replay
 
 ALL = frozenset(CONTROLS)
 
@@ -133,15 +133,15 @@ def test_plain_k_induction_fails_and_strengthened_induction_proves_everything() 
     assert 0 < len(report.used) <= len(report.lemmas)
     # every lemma holds in every reachable state
     values = [s for s in explore(model=model).graph.nodes]
-    from callsafe.model.ops import Concrete
+    from callsafe.formal.ops import Concrete
 
     ops = Concrete(model.table, model.guards)
     assert all(lemma.holds(ops, s) for lemma in report.lemmas for s in values)
 
 
 def test_a_path_z3_did_not_find_in_the_model_is_refused() -> None:
-    from callsafe.model.abstract import Action
-    from callsafe.model.z3_proof import EncodingMismatch
+    from callsafe.formal.abstract import Action
+    from callsafe.formal.z3_proof import EncodingMismatch
 
     model = SystemModel(Config(1, 1, 1, frozenset(), 0))
     (s0,) = model.init_states()
@@ -154,7 +154,7 @@ def test_a_path_z3_did_not_find_in_the_model_is_refused() -> None:
 def test_counterexamples_read_as_actions_and_what_changed() -> None:
     model = SystemModel(Config(1, 1, 1, frozenset({"cancel"}), 0))
     (s0,) = model.init_states()
-    from callsafe.model.abstract import Action
+    from callsafe.formal.abstract import Action
 
     s1, _ = model.next_state(s0, Action("start_turn", 0))
     s2, _ = model.next_state(s1, Action("open", 0))

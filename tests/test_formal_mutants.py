@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from callsafe.model.abstract import INVARIANT_IDS, Config, SystemModel
-from callsafe.model.graph import Exploration, explore
-from callsafe.model.mutants import MASKED, MUTANTS, all_mutants, mutant
-from callsafe.model.z3_encoding import Encoding
-from callsafe.model.z3_proof import bounded_check, prove
+from callsafe.formal.abstract import INVARIANT_IDS, Config, SystemModel
+from callsafe.formal.graph import Exploration, explore
+from callsafe.formal.mutants import MASKED, MUTANTS, all_mutants, mutant
+from callsafe.formal.z3_encoding import Encoding
+from callsafe.formal.z3_proof import bounded_check, prove
 
 CORRECT = SystemModel(Config(1, 2, 1, frozenset({"cancel", "restart", "replay", "confirmation", "stop_tenant"}), 1))
 

@@ -8,11 +8,11 @@ import random
 
 import pytest
 
+from callsafe.formal.abstract import Config, SystemModel
+from callsafe.formal.graph import explore
+from callsafe.formal.ops import Concrete
 from callsafe.generators.concretise import concretisable as concretise_rule
 from callsafe.generators.synthesis import HAZARDS, concretisable, synthesise, synthesised_traces
-from callsafe.model.abstract import Config, SystemModel
-from callsafe.model.graph import explore
-from callsafe.model.ops import Concrete
 from callsafe.model.oracle import judge
 from callsafe.model.vocabulary import CallTerminal, CancelTurn, Restart, StopTenant
 

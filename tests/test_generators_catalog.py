@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from callsafe.certify.contract import CAPABILITIES
+from callsafe.contract.target import CAPABILITIES
 from callsafe.generators.catalog import CATALOG, Scenario, by_name, scenarios
 from callsafe.generators.needs import CAPABILITY_NAMES, needed_capabilities
 from callsafe.model.builder import TraceBuilder

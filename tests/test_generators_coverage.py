@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+from callsafe.formal.abstract import Action, Config, SystemModel
 from callsafe.generators.concretise import concretise
 from callsafe.generators.coverage import (
     ALL_TRANSITIONS,
@@ -16,7 +17,6 @@ from callsafe.generators.coverage import (
 )
 from callsafe.generators.needs import needed_capabilities
 from callsafe.generators.walks import random_walks, walk_config
-from callsafe.model.abstract import Action, Config, SystemModel
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.lifecycle import CallEvent, State
 from callsafe.model.oracle import judge

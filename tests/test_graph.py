@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from callsafe.formal.abstract import Action, Config, SystemModel
+from callsafe.formal.graph import explore
 from callsafe.model import lifecycle
-from callsafe.model.abstract import Action, Config, SystemModel
-from callsafe.model.graph import explore
 from callsafe.model.lifecycle import CallEvent, State
 
 

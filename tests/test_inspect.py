@@ -21,10 +21,10 @@ from click.testing import CliRunner, Result
 from test_captures import CAPTURES, EXPECTED, LASAGNA, SF, protocol_of, sse_bytes
 from test_targets_libraries import CAPTURE_PROTOCOL, CAPTURE_RECORD
 
-from callsafe.certify.cli import main
-from callsafe.certify.cli_inspect import inspect_cmd
-from callsafe.certify.inspect import JSON_SCHEMA, SCHEMA_VERSION, inspect_recording, load_tools, to_trace
-from callsafe.certify.recording import RULES, RecordingError, detect_protocol, read_recording
+from callsafe.cli.inspect import inspect_cmd
+from callsafe.cli.main import main
+from callsafe.inspection.inspect import JSON_SCHEMA, SCHEMA_VERSION, inspect_recording, load_tools, to_trace
+from callsafe.inspection.recording import RULES, RecordingError, detect_protocol, read_recording
 from callsafe.model.oracle import judge
 from callsafe.model.vocabulary import Trace
 from callsafe.providers import registry
@@ -333,7 +333,7 @@ def test_data_after_done_is_a_finding_not_damage(tmp_path: Path) -> None:
 
 
 def test_an_internal_error_is_one_line_exit_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import callsafe.certify.inspect as inspect_module
+    import callsafe.inspection.inspect as inspect_module
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ZeroDivisionError("boom")

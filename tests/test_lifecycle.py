@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from callsafe.model.abstract import Config
-from callsafe.model.graph import explore, lifecycle_coverage
+from callsafe.formal.abstract import Config
+from callsafe.formal.graph import explore, lifecycle_coverage
 from callsafe.model.lifecycle import (
     NON_DISPATCHING,
     TERMINAL_STATES,

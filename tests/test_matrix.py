@@ -13,9 +13,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from callsafe.certify.cli_matrix import matrix_cmd
-from callsafe.certify.harness import WIRE_GENERATOR, Options
-from callsafe.certify.matrix import (
+from callsafe.campaigns.matrix import (
     REFERENCE_ROW,
     RowSpec,
     default_rows,
@@ -25,6 +23,8 @@ from callsafe.certify.matrix import (
     stable_view,
     write_matrix,
 )
+from callsafe.certify.harness import WIRE_GENERATOR, Options
+from callsafe.cli.matrix import matrix_cmd
 from callsafe.model.invariants import INVARIANTS
 from callsafe.targets.libraries import LIBRARY_TARGETS, unavailable
 
@@ -89,7 +89,7 @@ def test_matrix_is_stable_for_a_seed_and_judges_fairly(tmp_path: Path) -> None:
 
 def test_replaying_a_matrix_counterexample_shows_the_same_violation(tmp_path: Path) -> None:
     _need(ANTHROPIC)
-    from callsafe.certify.cli import main
+    from callsafe.cli.main import main
 
     files = write_matrix(run_matrix(SMALL, [ANTHROPIC]), tmp_path)
     path = tmp_path / files.counterexamples[(ANTHROPIC.spec, "INV-TERMINAL")]

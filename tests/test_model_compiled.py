@@ -12,12 +12,12 @@ from collections import deque
 
 import pytest
 
+from callsafe.formal.abstract import CONTROLS, AbsState, Action, Config, SystemModel, TableEntry, state_invariants
+from callsafe.formal.compiled import compile_model
+from callsafe.formal.graph import explore
+from callsafe.formal.mutants import mutant
 from callsafe.model import lifecycle
-from callsafe.model.abstract import CONTROLS, AbsState, Action, Config, SystemModel, TableEntry, state_invariants
-from callsafe.model.compiled import compile_model
-from callsafe.model.graph import explore
 from callsafe.model.lifecycle import CallEvent, State
-from callsafe.model.mutants import mutant
 
 ALL = frozenset(CONTROLS)
 

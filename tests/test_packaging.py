@@ -53,7 +53,7 @@ def test_built_wheel_holds_only_the_callsafe_namespace(tmp_path: Path) -> None:
     assert "callsafe/model/lifecycle.py" in names and "callsafe/py.typed" in names
     assert not any(n.startswith("callsafe/tests/") or "/.venv/" in n for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "callsafe = callsafe.certify.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "callsafe = callsafe.cli.main:main" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 def test_installed_package_imports_by_namespace() -> None:

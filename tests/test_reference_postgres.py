@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from callsafe.certify.contract import TargetEnv
 from callsafe.certify.runner import run_trace
+from callsafe.contract.target import TargetEnv
 from callsafe.model.oracle import judge
 from callsafe.model.system import business_check
 from callsafe.model.vocabulary import (

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from callsafe.certify.harness import Options, certify
-from callsafe.certify.report import comparable_text, report_json
 from callsafe.reference_impl.sqlite_store import SqliteStore
+from callsafe.reporting.report import comparable_text, report_json
 from callsafe.targets import reference
 
 

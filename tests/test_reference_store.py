@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from callsafe.certify.contract import TargetEnv
+from callsafe.contract.target import TargetEnv
 from callsafe.model.lifecycle import State
 from callsafe.model.vocabulary import (
     CallKey,

@@ -252,7 +252,7 @@ class _Leaky:
     """The reference implementation with one bug: it logs what it runs (INV-LEDGER)."""
 
     def __new__(cls, **options: Any) -> Any:
-        from callsafe.certify.contract import TargetEnv
+        from callsafe.contract.target import TargetEnv
         from callsafe.targets.reference import ReferenceTarget
 
         class Leaky(ReferenceTarget):
@@ -272,8 +272,8 @@ class _Leaky:
 
 def _certify_with_secret_traces(factory: Any, out: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     from callsafe.certify import harness
-    from callsafe.certify.report import write_reports
     from callsafe.generators.catalog import Scenario
+    from callsafe.reporting.report import write_reports
 
     trace = Trace(
         events=(
@@ -312,7 +312,7 @@ def _outside_counterexamples(out: Path) -> dict[str, str]:
 
 
 def test_certification_reports_show_a_secret_only_as_test_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("callsafe.certify.report")
+    pytest.importorskip("callsafe.reporting.report")
     from callsafe.targets.reference import ReferenceTarget
 
     # the reference passes: no counterexample, and the secret is nowhere in the reports

@@ -23,18 +23,18 @@ from click.testing import CliRunner
 
 import callsafe.model.system as system
 import callsafe.model.vocabulary as vocabulary
-from callsafe.certify.cli import main
-from callsafe.certify.diagrams import SMALL
 from callsafe.certify.harness import Options, certify
-from callsafe.certify.report import write_reports
-from callsafe.model.diagram_style import UNFINISHED
-from callsafe.model.diagrams import lifecycle_diagram, shared_stops, system_diagram
-from callsafe.model.diagrams_coverage import HEAT, UNTAKEN, coverage_heatmap, heat_edges, hits_from_report
-from callsafe.model.diagrams_rules import broadcast_effect, system_rules_diagram
-from callsafe.model.graph import explore
+from callsafe.cli.main import main
+from callsafe.diagrams.coverage import HEAT, UNTAKEN, coverage_heatmap, heat_edges, hits_from_report
+from callsafe.diagrams.model import lifecycle_diagram, shared_stops, system_diagram
+from callsafe.diagrams.rules import broadcast_effect, system_rules_diagram
+from callsafe.diagrams.style import UNFINISHED
+from callsafe.formal.graph import explore
 from callsafe.model.lifecycle import TRANSITIONS, CallEvent, State
 from callsafe.model.system import BROADCASTS, GUARDS, RESTART_KEEPS, SystemState
 from callsafe.model.vocabulary import Limits
+from callsafe.reporting.diagram_files import SMALL
+from callsafe.reporting.report import write_reports
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed")

@@ -3,9 +3,9 @@ caught by the invariant its bug is about, with a counterexample of at most a doz
 
 from __future__ import annotations
 
+from callsafe.campaigns.selftest import mutation_score, run_selftest
+from callsafe.campaigns.zoo import registry
 from callsafe.certify.harness import Options
-from callsafe.certify.mutants import registry
-from callsafe.certify.selftest import mutation_score, run_selftest
 
 
 def test_every_mutant_is_caught_by_its_invariant_with_a_small_counterexample() -> None:

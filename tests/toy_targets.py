@@ -18,7 +18,7 @@ from typing import Any
 
 import jsonschema
 
-from callsafe.certify.contract import CAPABILITIES, TargetEnv
+from callsafe.contract.target import CAPABILITIES, TargetEnv
 from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
 from callsafe.model.oracle import STOPPING_EVENTS
 from callsafe.model.system import CallRecord, ParseFailure, Semantics, strict_parse

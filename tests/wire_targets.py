@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from callsafe.certify.contract import CAPABILITIES, TargetEnv
+from callsafe.contract.target import CAPABILITIES, TargetEnv
 from callsafe.model.vocabulary import CallKey, Disconnect, Event, TurnStarted
 from callsafe.providers import registry
 from callsafe.providers.base import Parser, ProviderError

@@ -2,7 +2,7 @@
 
 From the model alone: the lifecycle on one page, the system rules (broadcasts, guards,
 restart), and the reachable states of a small configuration. From a certification report
-(``report.json``, as :func:`callsafe.certify.report.write_reports` writes it): one
+(``report.json``, as :func:`callsafe.reporting.report.write_reports` writes it): one
 sequence diagram per counterexample, named like the counterexample's trace file and
 titled with the invariant it violates, and the coverage heat map (the lifecycle weighted
 by how many traces took each transition).
@@ -24,11 +24,11 @@ from typing import Any, Final
 
 import jsonschema
 
-from callsafe.certify.sequence import sequence_dot
-from callsafe.model.abstract import Config
-from callsafe.model.diagrams import render, write_diagrams
-from callsafe.model.diagrams_coverage import coverage_heatmap, hits_from_report
-from callsafe.model.graph import explore
+from callsafe.diagrams.coverage import coverage_heatmap, hits_from_report
+from callsafe.diagrams.model import render, write_diagrams
+from callsafe.diagrams.sequence import sequence_dot
+from callsafe.formal.abstract import Config
+from callsafe.formal.graph import explore
 from callsafe.model.vocabulary import CallKey, Trace, observation_from_json
 
 __all__ = ["Rendered", "load_report", "write_model_diagrams", "write_report_diagrams"]
@@ -55,7 +55,7 @@ def write_model_diagrams(out_dir: Path, formats: Iterable[str] = ("svg",)) -> li
 def load_report(path: Path) -> dict[str, Any]:
     """A certification report, checked against its schema (a wrong file fails here, with
     the schema's words, not halfway through drawing). ``path`` may be the report folder."""
-    from callsafe.certify.report import REPORT_SCHEMA  # the harness behind it is heavy: only when asked
+    from callsafe.reporting.report import REPORT_SCHEMA  # the harness behind it is heavy: only when asked
 
     if path.is_dir():
         path = path / "report.json"

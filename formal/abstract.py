@@ -2,8 +2,8 @@
 
 In the style of Stateright: a model is its initial states, the actions possible in a
 state, and the next state for an action (:class:`SystemModel`). The state graph
-(:mod:`callsafe.model.graph`), the exhaustive trace generator, the z3 encoding
-(:mod:`callsafe.model.z3_encoding`) and the TLA+ export (:mod:`callsafe.model.tla`) are
+(:mod:`callsafe.formal.graph`), the exhaustive trace generator, the z3 encoding
+(:mod:`callsafe.formal.z3_encoding`) and the TLA+ export (:mod:`callsafe.formal.tla`) are
 built on it; none of them re-states a rule.
 
 The abstraction keeps what decides safety and drops what does not: a call keeps its
@@ -20,9 +20,9 @@ How the rules are written, so that one text serves every reader:
   lifecycle event it sends to which calls (``reach``), or ``None`` where a guard of
   :mod:`callsafe.model.system` decides the event (open, dispatch).
 * :func:`enabled`, :func:`successor`, :func:`canonical` and :data:`CALL_CHECKS` are
-  written against :class:`callsafe.model.ops.Ops`: they branch in Python only on what a
+  written against :class:`callsafe.formal.ops.Ops`: they branch in Python only on what a
   configuration fixes, never on the state. :class:`SystemModel` evaluates them over
-  values; the explorer's compiled rules (:mod:`callsafe.model.compiled`), the z3 encoding
+  values; the explorer's compiled rules (:mod:`callsafe.formal.compiled`), the z3 encoding
   and the TLA+ export evaluate the very same functions over terms.
 * An internal step (parse, validate, dispatch) is enabled where the lifecycle table gives
   its event a transition from the call's state, so a mutant table that, say, lets a
@@ -39,9 +39,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+from callsafe.formal.ops import Concrete, Guards, Ops, Table, TableEntry, Val
 from callsafe.model import lifecycle
 from callsafe.model.lifecycle import NON_DISPATCHING, TERMINAL_STATES, CallEvent, State
-from callsafe.model.ops import Concrete, Guards, Ops, Table, TableEntry, Val
 
 E = CallEvent
 S = State
@@ -537,7 +537,7 @@ class SystemModel:
     """initial states, actions, next state (Stateright's three functions).
 
     ``table`` and ``guards`` default to the lifecycle table and the guards of
-    :mod:`callsafe.model.system`; a model mutant (:mod:`callsafe.model.mutants`) passes
+    :mod:`callsafe.model.system`; a model mutant (:mod:`callsafe.formal.mutants`) passes
     its own. ``canonicalise=False`` explores every distinct state, without forgetting."""
 
     def __init__(

@@ -1,16 +1,16 @@
 """The operations the system rules are written in, and their concrete interpretation.
 
-Why: the rules of :mod:`callsafe.model.abstract` (which actions are enabled, what each does,
+Why: the rules of :mod:`callsafe.formal.abstract` (which actions are enabled, what each does,
 canonicalisation, the state invariants) are written once, against the small interface
 :class:`Ops`, and read three ways:
 
 * :class:`Concrete` (here): Python values, one step at a time; what
-  :meth:`~callsafe.model.abstract.SystemModel.next_state` runs, the reference;
-* ``PyOps`` (:mod:`callsafe.model.compiled`): Python source, compiled once per
-  configuration; the inner loop of the explorer of :mod:`callsafe.model.graph`;
-* ``Z3Ops`` (:mod:`callsafe.model.z3_encoding`): z3 terms; bounded model checking and
+  :meth:`~callsafe.formal.abstract.SystemModel.next_state` runs, the reference;
+* ``PyOps`` (:mod:`callsafe.formal.compiled`): Python source, compiled once per
+  configuration; the inner loop of the explorer of :mod:`callsafe.formal.graph`;
+* ``Z3Ops`` (:mod:`callsafe.formal.z3_encoding`): z3 terms; bounded model checking and
   k-induction;
-* ``TlaOps`` (:mod:`callsafe.model.tla`): TLA+ expressions; the module TLC checks.
+* ``TlaOps`` (:mod:`callsafe.formal.tla`): TLA+ expressions; the module TLC checks.
 
 So the compiled explorer, the z3 transition relation and the TLA+ ``Next`` are not a
 second statement of the rules: they are the same code, evaluated over terms instead of values. The rules may

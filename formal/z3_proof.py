@@ -6,7 +6,7 @@ in k steps" into "no violation ever": if any k consecutive steps that keep the i
 must keep them at the next step too, and no path shorter than k breaks them, they hold on
 every path of any length. Induction is done for the conjunction of the invariants BMC did
 not break (each helps prove the others), over simple paths (no state repeats), first
-plain, then strengthened with the lemmas :func:`callsafe.model.lemmas.houdini` proves.
+plain, then strengthened with the lemmas :func:`callsafe.formal.lemmas.houdini` proves.
 An invariant the induction cannot carry is reported as holding to the BMC depth only.
 
 The verdicts are for one configuration (its numbers of calls, turns, fragments, restarts
@@ -22,10 +22,10 @@ from typing import Literal
 
 import z3
 
-from callsafe.model.abstract import INVARIANT_IDS, AbsState, Action, SystemModel
-from callsafe.model.explain import render_path
-from callsafe.model.lemmas import Lemma, candidates, houdini, sample_states
-from callsafe.model.z3_encoding import Encoding
+from callsafe.formal.abstract import INVARIANT_IDS, AbsState, Action, SystemModel
+from callsafe.formal.explain import render_path
+from callsafe.formal.lemmas import Lemma, candidates, houdini, sample_states
+from callsafe.formal.z3_encoding import Encoding
 
 __all__ = [
     "Counterexample",

@@ -3,7 +3,7 @@ implementation, and write the conformance matrix (Markdown, JSON, HTML).
 
 A command of its own module so that the main CLI only registers it
 (``main.add_command(matrix_cmd)``); everything it does lives in
-:mod:`callsafe.certify.matrix`.
+:mod:`callsafe.campaigns.matrix`.
 """
 
 from __future__ import annotations
@@ -72,8 +72,7 @@ def matrix_cmd(
     A library that is not installed gets a row saying so. Exit status 0, unless the
     reference implementation itself violates an invariant.
     """
-    from callsafe.certify.harness import Options
-    from callsafe.certify.matrix import (
+    from callsafe.campaigns.matrix import (
         MATRIX_GENERATORS,
         REFERENCE_ROW,
         RowResult,
@@ -82,6 +81,7 @@ def matrix_cmd(
         run_matrix,
         write_matrix,
     )
+    from callsafe.certify.harness import Options
 
     try:
         options = Options(budget=budget, depth=depth, seed=seed, walks=walks, generators=MATRIX_GENERATORS)

@@ -11,7 +11,7 @@ incident becomes a regression scenario in one step.
 
 The path, and what each step reuses:
 
-1. :mod:`callsafe.certify.recording` reads the file (JSON lines or raw SSE) and detects
+1. :mod:`callsafe.inspection.recording` reads the file (JSON lines or raw SSE) and detects
    its protocol.
 2. The protocol's parser (:mod:`callsafe.providers`) turns the payloads into abstract
    events, exactly as :func:`callsafe.providers.streams.parse_sse` does (the first error
@@ -39,8 +39,8 @@ from pathlib import PurePath
 from typing import Any, Final, Literal
 
 from callsafe.certify.judge import Finding, oracle_findings
-from callsafe.certify.recording import Detection, Recording, RecordingError, detect_protocol
 from callsafe.certify.runner import run_trace
+from callsafe.inspection.recording import Detection, Recording, RecordingError, detect_protocol
 from callsafe.model.oracle import judge
 from callsafe.model.vocabulary import (
     CallKey,
@@ -104,7 +104,7 @@ def load_tools(text: str) -> dict[str, ToolSpec]:
       "parameters"}``), Anthropic (``{"name", "input_schema"}``), each optionally with
       ``"confirm": true``.
 
-    Raises :class:`~callsafe.certify.recording.RecordingError` with one line on anything else.
+    Raises :class:`~callsafe.inspection.recording.RecordingError` with one line on anything else.
     """
     try:
         data = json.loads(text)
@@ -382,7 +382,7 @@ def adapters_for(protocol: str, chosen: Sequence[str] | None = None) -> list[str
     """The library adapters (catalog names) that consume ``protocol``. ``chosen`` keeps only
     names equal to, or starting with ``<entry>:``, one of its entries (``openai`` selects
     every openai adapter); ``None`` keeps all. An entry that names no adapter at all (of
-    any protocol) is a :class:`~callsafe.certify.recording.RecordingError`: a typo must not
+    any protocol) is a :class:`~callsafe.inspection.recording.RecordingError`: a typo must not
     silently inspect nothing. Importing the catalog imports no library."""
     from callsafe.targets.libraries import LIBRARY_TARGETS
 
@@ -408,7 +408,7 @@ def inspect_recording(
     """Inspect ``recording``: detect its protocol (unless ``protocol`` names it), parse it,
     run it through the reference implementation and through the library adapters
     ``libraries`` selects (see :func:`adapters_for`; ``()`` for none). Raises
-    :class:`~callsafe.certify.recording.RecordingError` when the protocol is unknown,
+    :class:`~callsafe.inspection.recording.RecordingError` when the protocol is unknown,
     ambiguous or mixed."""
     detection: Detection | None = None
     note: str | None = None

@@ -26,7 +26,7 @@ from typing import Final
 
 import graphviz
 
-from callsafe.model.diagram_style import (
+from callsafe.diagrams.style import (
     EDGE_FONT,
     FONT,
     GREEN,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from callsafe.model.abstract import Config
-from callsafe.model.graph import explore
+from callsafe.formal.abstract import Config
+from callsafe.formal.graph import explore
 from callsafe.model.invariants import INVARIANTS
 from callsafe.model.lifecycle import TERMINAL_STATES, TRANSITIONS, CallEvent, Ignored, Rejected, State
 

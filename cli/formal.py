@@ -1,6 +1,6 @@
 """The formal commands of the ``callsafe`` CLI: ``prove`` (z3) and ``export`` (TLA+).
 
-They live apart from :mod:`callsafe.certify.cli` so that the formal side can grow without
+They live apart from :mod:`callsafe.cli.main` so that the formal side can grow without
 touching the main command group; the group registers them with
 ``main.add_command(prove_cmd)`` and ``main.add_command(export_cmd)``.
 """
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from callsafe.model.abstract import CONTROLS, Config, SystemModel
+from callsafe.formal.abstract import CONTROLS, Config, SystemModel
 
 __all__ = ["export_cmd", "prove_cmd"]
 
@@ -59,7 +59,7 @@ def _model(
 ) -> tuple[SystemModel, str]:
     """The model to check: the correct one or a mutant, with the bounds given; a bound not
     given comes from the mutant's own configuration, else the defaults."""
-    from callsafe.model.mutants import mutant as find_mutant
+    from callsafe.formal.mutants import mutant as find_mutant
 
     base = Config(**_DEFAULTS)  # type: ignore[arg-type]
     chosen = None
@@ -93,7 +93,7 @@ def _describe(config: Config) -> str:
 
 
 def _list_mutants() -> None:
-    from callsafe.model.mutants import MASKED, MUTANTS
+    from callsafe.formal.mutants import MASKED, MUTANTS
 
     for title, group in (("mutants (each breaks an invariant)", MUTANTS), ("masked faults (safe: hidden)", MASKED)):
         click.echo(title + ":")
@@ -132,7 +132,7 @@ def prove_cmd(
     if list_mutants:
         _list_mutants()
         return
-    from callsafe.model.z3_proof import prove
+    from callsafe.formal.z3_proof import prove
 
     model, label = _model(calls, turns, fragments, controls, restarts, mutant)
     start = time.perf_counter()
@@ -198,8 +198,8 @@ def export_cmd(
     if list_mutants:
         _list_mutants()
         return
-    from callsafe.model.graph import explore
-    from callsafe.model.tla import TlcUnavailable, export_tla, run_tlc
+    from callsafe.formal.graph import explore
+    from callsafe.formal.tla import TlcUnavailable, export_tla, run_tlc
 
     model, label = _model(calls, turns, fragments, controls, restarts, mutant)
     if no_canonical:

@@ -2,16 +2,16 @@
 
 Why a generated encoding: a hand-written z3 model would be a second statement of the
 rules, free to drift from the explorer's. Here nothing is restated. :class:`Z3Ops`
-interprets the operations of :mod:`callsafe.model.ops`, and the rules of
-:mod:`callsafe.model.abstract` (:func:`~callsafe.model.abstract.enabled`,
-:func:`~callsafe.model.abstract.successor`, :func:`~callsafe.model.abstract.canonical`,
-the invariants of :data:`~callsafe.model.abstract.CALL_CHECKS`) are evaluated over z3
+interprets the operations of :mod:`callsafe.formal.ops`, and the rules of
+:mod:`callsafe.formal.abstract` (:func:`~callsafe.formal.abstract.enabled`,
+:func:`~callsafe.formal.abstract.successor`, :func:`~callsafe.formal.abstract.canonical`,
+the invariants of :data:`~callsafe.formal.abstract.CALL_CHECKS`) are evaluated over z3
 terms instead of Python values:
 
 * the lifecycle table becomes, per event, the disjunction of the states it moves from and
   an ``If`` chain of their targets, generated from the model's table (so a mutant table is
   encoded as it is);
-* each guard becomes its truth table (:func:`callsafe.model.ops.truth_table`): the
+* each guard becomes its truth table (:func:`callsafe.formal.ops.truth_table`): the
   guard function is evaluated on every input row and each event is the disjunction of the
   rows that return it;
 * the action catalogue is :meth:`SystemModel.all_actions`; one integer per step says which
@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import z3
 
-from callsafe.model.abstract import (
+from callsafe.formal.abstract import (
     BAD_DISPATCH,
     INVARIANT_IDS,
     TURN_STATUSES,
@@ -43,8 +43,8 @@ from callsafe.model.abstract import (
     invariant_holds,
     successor,
 )
+from callsafe.formal.ops import Guards, Ops, Table, Val, truth_table
 from callsafe.model.lifecycle import CallEvent, State
-from callsafe.model.ops import Guards, Ops, Table, Val, truth_table
 
 __all__ = ["Encoding", "Z3Ops", "leaves", "rebuild"]
 

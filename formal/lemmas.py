@@ -34,10 +34,10 @@ from dataclasses import dataclass
 
 import z3
 
-from callsafe.model.abstract import BAD_DISPATCH, TURN_STATUSES, AbsState, Config, SystemModel
+from callsafe.formal.abstract import BAD_DISPATCH, TURN_STATUSES, AbsState, Config, SystemModel
+from callsafe.formal.ops import Concrete, Ops, Val
+from callsafe.formal.z3_encoding import Encoding
 from callsafe.model.lifecycle import State
-from callsafe.model.ops import Concrete, Ops, Val
-from callsafe.model.z3_encoding import Encoding
 
 __all__ = ["Atom", "Lemma", "atoms", "candidates", "houdini", "sample_states"]
 

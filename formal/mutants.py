@@ -4,13 +4,13 @@ Why: a checker that never fails proves nothing about itself. Each mutant is a sm
 named edit of the lifecycle table or of a guard, the way a weak implementation differs
 from the spec ("the dispatcher checks only that the arguments are complete", "terminal
 ids live in memory"). Every checker must find each mutant's counterexample, and they must
-agree: the explicit-state explorer (:mod:`callsafe.model.graph`), z3
-(:mod:`callsafe.model.z3_proof`) and TLC (:mod:`callsafe.model.tla`) each read the same
+agree: the explicit-state explorer (:mod:`callsafe.formal.graph`), z3
+(:mod:`callsafe.formal.z3_proof`) and TLC (:mod:`callsafe.formal.tla`) each read the same
 edited table and guards, so they find the same shortest counterexample
 (``tests/test_formal_mutants.py``).
 
 Mutants are data, never monkeypatches: :meth:`Mutant.model` builds a
-:class:`~callsafe.model.abstract.SystemModel` with its own table and guards, so mutants
+:class:`~callsafe.formal.abstract.SystemModel` with its own table and guards, so mutants
 can be checked side by side, in any process.
 
 A mutant whose table lets a call out of a terminal state is explored without
@@ -30,10 +30,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from callsafe.formal.abstract import CONTROLS, Config, SystemModel
+from callsafe.formal.ops import Guards, Table
 from callsafe.model import lifecycle
-from callsafe.model.abstract import CONTROLS, Config, SystemModel
 from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, Ignored, Outcome, State
-from callsafe.model.ops import Guards, Table
 
 __all__ = ["MASKED", "MUTANTS", "Mutant", "all_mutants", "mutant"]
 

@@ -1,16 +1,16 @@
 """The rules compiled to Python source, for the explorer's inner loop.
 
-Why: the explorer evaluates :func:`~callsafe.model.abstract.enabled`,
-:func:`~callsafe.model.abstract.successor` and :func:`~callsafe.model.abstract.canonical`
-millions of times. Interpreted over :class:`~callsafe.model.ops.Concrete`, every ``and``,
+Why: the explorer evaluates :func:`~callsafe.formal.abstract.enabled`,
+:func:`~callsafe.formal.abstract.successor` and :func:`~callsafe.formal.abstract.canonical`
+millions of times. Interpreted over :class:`~callsafe.formal.ops.Concrete`, every ``and``,
 every table lookup and every field of every record is a Python call, a dataclass
 ``_replace`` or an enum hash; the rules themselves are a few comparisons per step. So the
 explorer evaluates them once more, the way the TLA+ export does: :class:`PyOps` interprets
-:class:`~callsafe.model.ops.Ops` as Python *expressions*, the very same rule functions run
+:class:`~callsafe.formal.ops.Ops` as Python *expressions*, the very same rule functions run
 over them once per configuration, and the resulting source (one function that takes a
 state and returns all its successors) is compiled with :func:`compile`. Nothing is
 restated by hand: a mutant table or guard is compiled as it is, and the generic path
-(:meth:`~callsafe.model.abstract.SystemModel.next_state`) stays the reference the compiled
+(:meth:`~callsafe.formal.abstract.SystemModel.next_state`) stays the reference the compiled
 one is tested against on every state of several configurations
 (``tests/test_model_compiled.py``).
 
@@ -23,7 +23,7 @@ What the compiled code works on, and why:
 * a lifecycle state is its index in :class:`State` and an event its index in
   :class:`CallEvent`, so the table is a tuple per event indexed by state: ``outcome`` is
   one subscript, no hashing;
-* each guard is its truth table (:func:`~callsafe.model.ops.truth_table`, as for z3 and
+* each guard is its truth table (:func:`~callsafe.formal.ops.truth_table`, as for z3 and
   TLA+), indexed by its boolean inputs;
 * the table entries a step exercises are bits of an integer (``state * events + event``),
   OR-ed together: the explorer keeps their union, as it kept a set before.
@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from callsafe.model.abstract import (
+from callsafe.formal.abstract import (
     INVARIANT_IDS,
     AbsCall,
     AbsState,
@@ -50,8 +50,8 @@ from callsafe.model.abstract import (
     invariant_holds,
     successor,
 )
+from callsafe.formal.ops import Ops, TableEntry, Val, truth_table
 from callsafe.model.lifecycle import CallEvent, State
-from callsafe.model.ops import Ops, TableEntry, Val, truth_table
 
 __all__ = ["CompiledModel", "PyOps", "compile_model"]
 
@@ -107,7 +107,7 @@ def _key(value: Val) -> Any:
 
 class PyOps(Ops):
     """The rules over Python expressions (:class:`Node`), folding constants as
-    :class:`~callsafe.model.tla.TlaOps` does. :attr:`entries` collects, per step, the
+    :class:`~callsafe.formal.tla.TlaOps` does. :attr:`entries` collects, per step, the
     expressions of the table-entry bits it exercises."""
 
     def __init__(self, model: SystemModel) -> None:
@@ -496,7 +496,7 @@ def compile_model(model: SystemModel) -> CompiledModel:
     # ``holds`` runs once per distinct state and is small: rendered inline, nothing named.
     em.lines += ["", "", "def holds(s):", unpack, f"    return {em.expr(holds)}", ""]
     source = "\n".join(em.lines)
-    filename = f"<callsafe.model.compiled {c.to_json()} canonicalise={model.canonicalise}>"
+    filename = f"<callsafe.formal.compiled {c.to_json()} canonicalise={model.canonicalise}>"
     namespace: dict[str, Any] = dict(o.tables)
     exec(compile(source, filename, "exec"), namespace)  # our own generated code, nothing from outside
     return CompiledModel(

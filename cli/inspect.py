@@ -123,9 +123,9 @@ def _inspect(
     libraries: tuple[str, ...],
     chunk_size: int | None,
 ) -> None:
-    from callsafe.certify.inspect import inspect_recording, load_tools, to_trace
-    from callsafe.certify.inspect_render import html_page, print_inspection
-    from callsafe.certify.recording import RecordingError, read_recording
+    from callsafe.inspection.inspect import inspect_recording, load_tools, to_trace
+    from callsafe.inspection.recording import RecordingError, read_recording
+    from callsafe.inspection.render import html_page, print_inspection
 
     try:
         data = file.read_bytes()

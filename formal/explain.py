@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from callsafe.model.abstract import AbsCall, AbsState, Action
+from callsafe.formal.abstract import AbsCall, AbsState, Action
 
 __all__ = ["describe_change", "render_path"]
 

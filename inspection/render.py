@@ -19,8 +19,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from callsafe.certify.inspect import Difference, Inspection, LibraryCall, LibraryResult, ReferenceCall
-from callsafe.certify.sequence import sequence_svg
+from callsafe.diagrams.sequence import sequence_svg
+from callsafe.inspection.inspect import Difference, Inspection, LibraryCall, LibraryResult, ReferenceCall
 from callsafe.model.vocabulary import Executed, LedgerRow
 
 __all__ = ["html_page", "print_inspection", "summary_line"]
@@ -304,7 +304,7 @@ def _library_html(lib: LibraryResult) -> str:
 
 
 def _diagram_html(inspection: Inspection) -> str:
-    """The stream as a sequence diagram (:func:`callsafe.certify.sequence.sequence_svg`): in
+    """The stream as a sequence diagram (:func:`callsafe.diagrams.sequence.sequence_svg`): in
     its lanes, *harness* is the recorded stream as callsafe delivers it, *target* the
     reference implementation, *executor* the tools; only executions and ledger rows are
     drawn back, so the diagram stays the stream's own story."""

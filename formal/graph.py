@@ -1,6 +1,6 @@
 """The reachable state space of a bounded configuration, as a networkx graph.
 
-Breadth-first exploration of :class:`callsafe.model.abstract.SystemModel`: every reachable
+Breadth-first exploration of :class:`callsafe.formal.abstract.SystemModel`: every reachable
 abstract state is a node, every action an edge labelled with the actions that lead along
 it (parallel actions share one edge, so ``transitions`` counts actions, not edges).
 Breadth-first order makes the path to any state a shortest one, which is what a
@@ -8,7 +8,7 @@ counterexample should be.
 
 Why the search looks the way it does: it is the hot loop of ``callsafe model``, the coverage
 suites and the formal cross-checks against TLC, so it runs the rules compiled
-(:mod:`callsafe.model.compiled`: flat tuples, one generated function per configuration)
+(:mod:`callsafe.formal.compiled`: flat tuples, one generated function per configuration)
 and stores the graph as arrays of state and action numbers (:class:`Transitions`); the
 networkx graph, the parent map and the decoded states are built from them when first
 asked for. ``explore(..., compiled=False)`` runs the same search interpreting the rules step
@@ -25,8 +25,8 @@ from typing import Any, cast
 
 import networkx as nx
 
-from callsafe.model.abstract import AbsState, Action, Config, SystemModel, TableEntry, state_invariants
-from callsafe.model.compiled import compile_model
+from callsafe.formal.abstract import AbsState, Action, Config, SystemModel, TableEntry, state_invariants
+from callsafe.formal.compiled import compile_model
 from callsafe.model.lifecycle import TERMINAL_STATES, TRANSITIONS, State
 
 __all__ = ["Exploration", "GraphStats", "Transitions", "explore", "lifecycle_coverage"]
@@ -172,8 +172,8 @@ def explore(
 ) -> Exploration:
     """Explore every reachable state of ``model`` (built from ``config``) breadth first.
 
-    By default the rules run compiled (:mod:`callsafe.model.compiled`); ``compiled=False``
-    interprets them step by step over :class:`~callsafe.model.ops.Concrete` (the
+    By default the rules run compiled (:mod:`callsafe.formal.compiled`); ``compiled=False``
+    interprets them step by step over :class:`~callsafe.formal.ops.Concrete` (the
     reference the compiled rules are tested against), as does a model whose class
     overrides :meth:`~SystemModel.actions` or :meth:`~SystemModel.next_state`."""
     model = model or SystemModel(config)

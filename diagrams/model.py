@@ -7,11 +7,11 @@
   once per state: that is what the table says ("whatever stops a call, stops it"), and
   it keeps the page legible. Every other transition is one edge per ``(source, target)``
   labelled with its events; red dashed edges end without running, the green one runs.
-  With ``covered`` it is the coverage map of :mod:`callsafe.model.diagrams_coverage`.
+  With ``covered`` it is the coverage map of :mod:`callsafe.diagrams.coverage`.
 * :func:`system_diagram`: the reachable state graph of a small configuration
-  (:mod:`callsafe.model.graph`).
-* the system rules (:mod:`callsafe.model.diagrams_rules`) and the coverage heat map
-  (:mod:`callsafe.model.diagrams_coverage`) live in their own modules.
+  (:mod:`callsafe.formal.graph`).
+* the system rules (:mod:`callsafe.diagrams.rules`) and the coverage heat map
+  (:mod:`callsafe.diagrams.coverage`) live in their own modules.
 
 DOT text is always produced (the ``graphviz`` Python package builds it without the
 Graphviz programs); SVG and PNG are written where the ``dot`` program is installed.
@@ -27,8 +27,9 @@ from pathlib import Path
 
 import graphviz
 
-from callsafe.model.abstract import AbsCall, AbsState
-from callsafe.model.diagram_style import (
+from callsafe.diagrams.coverage import coverage_heatmap
+from callsafe.diagrams.rules import system_rules_diagram
+from callsafe.diagrams.style import (
     EDGE_FONT,
     FONT,
     GREEN,
@@ -39,9 +40,8 @@ from callsafe.model.diagram_style import (
     add_state_nodes,
     wrap_names,
 )
-from callsafe.model.diagrams_coverage import coverage_heatmap
-from callsafe.model.diagrams_rules import system_rules_diagram
-from callsafe.model.graph import Exploration
+from callsafe.formal.abstract import AbsCall, AbsState
+from callsafe.formal.graph import Exploration
 from callsafe.model.lifecycle import DISPATCHING, NON_DISPATCHING, TRANSITIONS, CallEvent, State
 
 __all__ = ["has_dot", "lifecycle_diagram", "render", "shared_stops", "system_diagram", "write_diagrams"]
@@ -81,7 +81,7 @@ _LEGEND = (
 def lifecycle_diagram(covered: Iterable[tuple[State, CallEvent]] | None = None) -> graphviz.Digraph:
     """The lifecycle table as a state diagram on one page. With ``covered``, the coverage
     map instead: every transition edge drawn, those a run exercised checked and the
-    others grey and dotted (see :func:`~callsafe.model.diagrams_coverage.coverage_heatmap`
+    others grey and dotted (see :func:`~callsafe.diagrams.coverage.coverage_heatmap`
     for the version weighted by hit counts)."""
     if covered is not None:
         return coverage_heatmap(dict.fromkeys(covered, 1), counted=False)

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from callsafe import __version__
-from callsafe.model.abstract import CONTROLS, Config
+from callsafe.formal.abstract import CONTROLS, Config
 
 __all__ = ["main"]
 
@@ -73,7 +73,7 @@ def model_cmd(as_json: bool, calls: int, turns: int, fragments: int, controls: s
     The graph is the reachable state space of a bounded configuration; every reachable
     state is checked against the state invariants.
     """
-    from callsafe.model.summary import model_summary
+    from callsafe.formal.summary import model_summary
 
     summary = model_summary(_config(calls, turns, fragments, controls, restarts))
     if as_json:
@@ -128,8 +128,8 @@ def render_cmd(out_dir: Path, report_path: Path | None, png: bool) -> None:
     SVG (and PNG) where Graphviz's `dot` is installed."""
     import jsonschema
 
-    from callsafe.certify.diagrams import load_report, write_model_diagrams, write_report_diagrams
-    from callsafe.model.diagrams import has_dot
+    from callsafe.diagrams.model import has_dot
+    from callsafe.reporting.diagram_files import load_report, write_model_diagrams, write_report_diagrams
 
     formats = ("svg", "png") if png else ("svg",)
     written = write_model_diagrams(out_dir, formats)
@@ -256,8 +256,8 @@ def certify_cmd(
 
     from callsafe.certify.execution import ExecutionError
     from callsafe.certify.harness import certify
-    from callsafe.certify.report import write_reports
     from callsafe.certify.targets import TargetSpecError
+    from callsafe.reporting.report import write_reports
 
     if scheduler:
         from callsafe.certify.distributed import dask_available
@@ -408,7 +408,7 @@ def replay_cmd(trace_file: Path, target: str, as_json: bool) -> None:
         for v in checked.oracle.verdicts.values():
             verdicts.add_row(v.key.short(), v.execute, v.reason)
         console.print(verdicts)
-        from callsafe.certify.sequence import sequence_rows
+        from callsafe.diagrams.sequence import sequence_rows
 
         for src, dst, label, _ in sequence_rows(trace, checked.run.observations if checked.run else []):
             arrow = f"{src} -> {dst}"
@@ -428,16 +428,16 @@ def replay_cmd(trace_file: Path, target: str, as_json: bool) -> None:
 @click.option("--depth", default=2, show_default=True, help="Exhaustive bound per mutant.")
 @click.option("--seed", default=0, show_default=True)
 def selftest_cmd(budget: float | None, depth: int, seed: int) -> None:
-    """Certify every registered mutant (callsafe.certify.mutants) and print the mutation
+    """Certify every registered mutant (callsafe.campaigns.zoo) and print the mutation
     score: which invariant caught each mutant, how long it took, and the length of the
     minimal counterexample. Exit status 0 only when every mutant was caught."""
+    from callsafe.campaigns.selftest import mutation_score, run_selftest
+    from callsafe.campaigns.zoo import registry
     from callsafe.certify.harness import Options
-    from callsafe.certify.mutants import registry
-    from callsafe.certify.selftest import mutation_score, run_selftest
 
     mutants = registry()
     if not mutants:
-        console.print("no mutants registered (callsafe.certify.mutants.MUTANTS is empty): nothing to score")
+        console.print("no mutants registered (callsafe.campaigns.zoo.MUTANTS is empty): nothing to score")
         return
     results = run_selftest(mutants, Options(budget=budget, depth=depth, seed=seed, counterexamples=1))
     table = Table(title="mutation score")
@@ -473,9 +473,9 @@ def _register_extensions() -> None:
     from importlib import import_module
 
     for module, names in (
-        ("callsafe.certify.cli_formal", ("prove_cmd", "export_cmd")),
-        ("callsafe.certify.cli_matrix", ("matrix_cmd",)),
-        ("callsafe.certify.cli_inspect", ("inspect_cmd",)),
+        ("callsafe.cli.formal", ("prove_cmd", "export_cmd")),
+        ("callsafe.cli.matrix", ("matrix_cmd",)),
+        ("callsafe.cli.inspect", ("inspect_cmd",)),
     ):
         try:
             loaded = import_module(module)

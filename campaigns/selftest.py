@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from callsafe.campaigns.zoo import Mutant
 from callsafe.certify.harness import Certification, Options, certify
-from callsafe.certify.mutants import Mutant
 
 __all__ = ["MutantResult", "mutation_score", "run_selftest"]
 

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import graphviz
 
-from callsafe.model.diagram_style import EDGE_FONT, FONT, GREY, NODE_FONT, SMALL_FONT, add_state_nodes
+from callsafe.diagrams.style import EDGE_FONT, FONT, GREY, NODE_FONT, SMALL_FONT, add_state_nodes
 from callsafe.model.lifecycle import TRANSITIONS, CallEvent, State
 
 __all__ = ["HEAT", "UNTAKEN", "HeatEdge", "coverage_heatmap", "heat_edges", "heat_level", "hits_from_report"]

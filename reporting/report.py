@@ -36,10 +36,10 @@ import graphviz
 
 from callsafe.certify.harness import Certification, Counterexample
 from callsafe.certify.minimize import pytest_source
-from callsafe.certify.sequence import sequence_svg
+from callsafe.diagrams.coverage import coverage_heatmap
+from callsafe.diagrams.model import has_dot
+from callsafe.diagrams.sequence import sequence_svg
 from callsafe.generators.coverage import ALL_TRANSITIONS
-from callsafe.model.diagrams import has_dot
-from callsafe.model.diagrams_coverage import coverage_heatmap
 from callsafe.model.vocabulary import observation_to_json
 
 __all__ = [

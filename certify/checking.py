@@ -1,0 +1,219 @@
+"""One trace checked against one target, and a partition's traces run one by one: the
+small core that the planner (:mod:`~callsafe.certify.harness`), minimisation
+(:mod:`~callsafe.certify.minimize`) and every executor (:mod:`~callsafe.certify.local`,
+:mod:`~callsafe.certify.distributed`) share.
+
+Why a module of its own: each of those needs "run this trace on a fresh target and judge
+it", and none of them should need the others; before, minimisation and the executors took
+it from the harness, which imported them back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Final
+
+from callsafe.certify.execution import PartitionResult, TraceResult
+from callsafe.certify.judge import Finding, Judgement, judge_observations
+from callsafe.certify.partitions import Partition
+from callsafe.certify.runner import Run, run_trace
+from callsafe.certify.targets import TargetFactory, describe, resolve_target
+from callsafe.certify.wire import ABSTRACT, NotRepresentable, not_applicable_reason, prepare, response_deferred_liveness
+from callsafe.contract.target import Target
+from callsafe.generators.coverage import reached_by_steps
+from callsafe.generators.exhaustive import ExhaustiveStats
+from callsafe.generators.needs import needed_capabilities
+from callsafe.model.invariants import INVARIANTS
+from callsafe.model.lifecycle import CallEvent
+from callsafe.model.oracle import Oracle, judge
+from callsafe.model.vocabulary import Observation, Trace
+
+__all__ = [
+    "BYTE_CAPS",
+    "Checked",
+    "Counterexample",
+    "Example",
+    "check_trace",
+    "run_checked",
+    "run_partition",
+    "run_pieces",
+]
+
+
+@dataclass
+class Checked:
+    """One trace checked against one target: the run, the oracle and the judgement."""
+
+    trace: Trace
+    missing: tuple[str, ...]
+    run: Run | None
+    oracle: Oracle
+    judgement: Judgement
+    note: str = ""  # why the trace is not applicable, beyond the missing capabilities
+
+    @property
+    def violated(self) -> set[str]:
+        return self.judgement.violated
+
+    def explain(self, invariant: str | None = None) -> str:
+        return self.judgement.explain(invariant)
+
+
+def _not_applicable_judgement() -> Judgement:
+    return Judgement({inv.id: None for inv in INVARIANTS})
+
+
+def run_checked(factory: TargetFactory, capabilities: frozenset[str], trace: Trace) -> Checked:
+    missing = tuple(sorted(needed_capabilities(trace) - capabilities))
+    if missing:
+        return Checked(trace, missing, None, judge(trace), _not_applicable_judgement())
+    try:
+        target: Target = factory()
+    except Exception as exc:  # a target that cannot even be built: recorded, judged on nothing
+        oracle = judge(trace)
+        run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
+        return Checked(trace, missing, run, oracle, judge_observations(trace, [], capabilities, run.errors, oracle))
+    if target.protocol != ABSTRACT:
+        return _run_checked_wire(target, capabilities, trace)
+    oracle = judge(trace)
+    try:
+        run = run_trace(target, trace)
+    except Exception as exc:  # a target that cannot even start: recorded, judged on nothing
+        run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
+    judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
+    return Checked(trace, missing, run, oracle, judgement)
+
+
+BYTE_CAPS: Final = "byte caps"
+
+
+def _run_checked_wire(target: Target, capabilities: frozenset[str], trace: Trace) -> Checked:
+    """One trace against a provider-protocol target: relabelled, rendered, run, judged (see
+    :mod:`callsafe.certify.wire` for the rules).
+
+    A trace whose verdicts turn on a byte cap (the model refuses a call for exceeding
+    it) is not applicable, counted under :data:`BYTE_CAPS`: the caps in ``env.limits`` are
+    the application's configuration, no provider's wire carries them, and a client library
+    has no setting for them, so a library that runs such a call has broken no promise of
+    its own. (A capability for caps would let a wire target that enforces them opt in.)"""
+    try:
+        trace, plan = prepare(trace, target.protocol)
+    except NotRepresentable as exc:
+        reason = not_applicable_reason(target.protocol)
+        return Checked(trace, (reason,), None, judge(trace), _not_applicable_judgement(), str(exc))
+    oracle = judge(trace)
+    if any(step.event is CallEvent.OVER_LIMIT for step in oracle.steps):
+        note = "the model refuses a call for a byte cap, which is the application's setting, not the wire's"
+        return Checked(trace, (BYTE_CAPS,), None, oracle, _not_applicable_judgement(), note)
+    try:
+        run = run_trace(target, trace, plan=plan)
+    except Exception as exc:  # a target that cannot even start: recorded, judged on nothing
+        run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
+    judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
+    live = judgement.results.get("LIVE-DISPATCH")
+    if live:
+        counts = response_deferred_liveness(trace)
+        judgement.results["LIVE-DISPATCH"] = [f for f in live if counts(f.key)]
+    return Checked(trace, (), run, oracle, judgement)
+
+
+def check_trace(target: str | TargetFactory, trace: Trace) -> Checked:
+    """Run one trace against a fresh target and judge it (``callsafe replay``, and the
+    pytest files written for counterexamples)."""
+    factory = resolve_target(target) if isinstance(target, str) else target
+    info = describe(factory, target if isinstance(target, str) else None)
+    return run_checked(factory, info.capabilities, trace)
+
+
+def _result(generator: str, index: int, checked: Checked, seconds: float) -> TraceResult:
+    if checked.missing:
+        return TraceResult(generator, index, checked.trace.name, checked.missing, None, seconds)
+    got = reached_by_steps(checked.oracle.steps)
+    return TraceResult(
+        generator,
+        index,
+        checked.trace.name,
+        (),
+        checked.judgement,
+        seconds,
+        frozenset(got.transitions),
+        frozenset(got.pairs),
+        checked.trace if checked.judgement.violated else None,
+    )
+
+
+def _run_one(
+    factory: TargetFactory, capabilities: frozenset[str], generator: str, index: int, trace: Trace
+) -> TraceResult:
+    started = time.perf_counter()
+    checked = run_checked(factory, capabilities, trace)
+    return _result(generator, index, checked, time.perf_counter() - started)
+
+
+def run_pieces(
+    factory: TargetFactory,
+    capabilities: frozenset[str],
+    partition: Partition,
+    deadline: float | None,
+    worker: str = "",
+) -> Iterator[PartitionResult]:
+    """Make a partition's traces here and run each against a fresh target, handing the
+    results back one trace at a time; the last piece has what the enumeration skipped after
+    the last trace, and ``complete=False`` when ``deadline`` stopped the partition."""
+    stats = ExhaustiveStats()
+    skipped = 0
+    for offset, trace in enumerate(partition.traces(stats)):
+        if deadline is not None and time.time() > deadline:
+            yield PartitionResult(partition, [], stats.skipped - skipped, False, worker)
+            return
+        result = _run_one(factory, capabilities, partition.generator, partition.start + offset, trace)
+        yield PartitionResult(partition, [result], stats.skipped - skipped, worker=worker)
+        skipped = stats.skipped
+    yield PartitionResult(partition, [], stats.skipped - skipped, worker=worker)
+
+
+def run_partition(
+    factory: TargetFactory,
+    capabilities: frozenset[str],
+    partition: Partition,
+    deadline: float | None = None,
+    worker: str = "",
+) -> PartitionResult:
+    """A partition's results in one piece (as a worker sends them back), until ``deadline``
+    (a :func:`time.time` value: comparable across the processes of a machine, and across
+    machines as far as their clocks agree)."""
+    results: list[TraceResult] = []
+    skipped = 0
+    complete = True
+    for piece in run_pieces(factory, capabilities, partition, deadline, worker):
+        results += piece.results
+        skipped += piece.skipped
+        complete = piece.complete
+    return PartitionResult(partition, results, skipped, complete, worker)
+
+
+@dataclass
+class Example:
+    """A violating trace kept for minimisation."""
+
+    generator: str
+    trace: Trace
+    findings: list[Finding]
+
+
+@dataclass
+class Counterexample:
+    """A minimal trace that still violates ``invariant``, with its run on the target."""
+
+    invariant: str
+    generator: str
+    original: Trace
+    minimal: Trace
+    findings: list[Finding]
+    observations: list[Observation]
+    errors: list[str]
+    explanation: list[str]
+    tests_run: int
+    files: dict[str, str] = field(default_factory=dict)  # kind -> path (set by the report)
