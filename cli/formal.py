@@ -7,7 +7,6 @@ touching the main command group; the group registers them with
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from callsafe.cli.console import echo, echo_json
 from callsafe.formal.abstract import CONTROLS, Config, SystemModel
 
 __all__ = ["export_cmd", "prove_cmd"]
@@ -96,9 +96,9 @@ def _list_mutants() -> None:
     from callsafe.formal.mutants import MASKED, MUTANTS
 
     for title, group in (("mutants (each breaks an invariant)", MUTANTS), ("masked faults (safe: hidden)", MASKED)):
-        click.echo(title + ":")
+        echo(title + ":")
         for m in group.values():
-            click.echo(f"  {m.name:24} {m.description}")
+            echo(f"  {m.name:24} {m.description}")
 
 
 @click.command("prove")
@@ -139,31 +139,29 @@ def prove_cmd(
     report = prove(model, depth=depth, k_max=k_max, strengthen=not no_strengthen)
     total = time.perf_counter() - start
     if as_json:
-        click.echo(json.dumps({"model": label, **report.to_json(), "seconds": round(total, 3)}, indent=1))
+        echo_json({"model": label, **report.to_json(), "seconds": round(total, 3)})
     else:
-        click.echo(f"callsafe prove: {label}; {_describe(model.config)}")
-        click.echo(
-            f"{len(model.all_actions)} actions; bounded model checking to depth {depth}: {report.bmc_seconds:.1f} s"
-        )
+        echo(f"callsafe prove: {label}; {_describe(model.config)}")
+        echo(f"{len(model.all_actions)} actions; bounded model checking to depth {depth}: {report.bmc_seconds:.1f} s")
         if report.plain_k is None and report.k_limit:
-            click.echo(
+            echo(
                 f"k-induction: plain, not inductive up to k={report.k_limit}; strengthened with"
                 f" {len(report.lemmas)} lemmas proved by Houdini ({len(report.used)} in the proof's unsat core):"
                 f" {report.induction_seconds:.1f} s"
             )
         elif report.k_limit:
-            click.echo(f"k-induction: {report.induction_seconds:.1f} s")
+            echo(f"k-induction: {report.induction_seconds:.1f} s")
         width = max(len(inv) for inv in report.verdicts)
         for inv, verdict in report.verdicts.items():
-            click.echo(f"{inv:{width}}  {verdict.summary()}  [{verdict.seconds:.1f} s]")
+            echo(f"{inv:{width}}  {verdict.summary()}  [{verdict.seconds:.1f} s]")
             if verdict.counterexample is not None:
                 for line in verdict.counterexample.lines():
-                    click.echo("    " + line)
+                    echo("    " + line)
         if show_lemmas:
-            click.echo("lemmas used by the induction:")
+            echo("lemmas used by the induction:")
             for lemma in report.used:
-                click.echo(f"    {lemma}")
-        click.echo(f"total {total:.1f} s")
+                echo(f"    {lemma}")
+        echo(f"total {total:.1f} s")
     if any(v.status == "violated" for v in report.verdicts.values()):
         sys.exit(1)
 
@@ -205,8 +203,8 @@ def export_cmd(
     if no_canonical:
         model = SystemModel(model.config, model.table, model.guards, canonicalise=False)
     tla, cfg = export_tla(model, tla_dir, module)
-    click.echo(str(tla))
-    click.echo(str(cfg))
+    echo(str(tla))
+    echo(str(cfg))
     if not run:
         return
     try:
@@ -216,14 +214,12 @@ def export_cmd(
     start = time.perf_counter()
     exploration = explore(model=model)
     explored = time.perf_counter() - start
-    click.echo(f"{label}; {_describe(model.config)}")
-    click.echo(
-        f"TLC: {result.distinct_states} distinct states, {result.states_generated} generated [{result.seconds:.1f} s]"
-    )
+    echo(f"{label}; {_describe(model.config)}")
+    echo(f"TLC: {result.distinct_states} distinct states, {result.states_generated} generated [{result.seconds:.1f} s]")
     states, transitions = exploration.stats().states, exploration.transitions
-    click.echo(f"callsafe explorer: {states} states, {transitions} transitions [{explored:.1f} s]")
+    echo(f"callsafe explorer: {states} states, {transitions} transitions [{explored:.1f} s]")
     if result.violated:
         path = exploration.shortest_violation(result.violated)
-        click.echo(f"TLC: {result.violated} violated after {result.trace_length} steps: {' '.join(result.trace)}")
-        click.echo(f"callsafe explorer: shortest {result.violated} violation: {len(path) if path else None} steps")
+        echo(f"TLC: {result.violated} violated after {result.trace_length} steps: {' '.join(result.trace)}")
+        echo(f"callsafe explorer: shortest {result.violated} violation: {len(path) if path else None} steps")
         sys.exit(1)

@@ -19,13 +19,14 @@ Exit status, so that scripts can tell the cases apart:
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import NoReturn
 
 import click
-from rich.console import Console
+
+from callsafe.cli.console import SafeConsole, echo, echo_json
+from callsafe.inspection.budget import LIBRARY_BUDGET
 
 __all__ = ["inspect_cmd"]
 
@@ -34,12 +35,12 @@ PROG: str = "callsafe inspect"
 
 def _fail(message: str, code: int) -> NoReturn:
     """One line on standard error and the exit status: the whole of a failure's output."""
-    click.echo(f"{PROG}: error: {message}", err=True)
+    echo(f"{PROG}: error: {message}", err=True)
     sys.exit(code)
 
 
 def _note(message: str) -> None:
-    click.echo(f"{PROG}: {message}", err=True)
+    echo(f"{PROG}: {message}", err=True)
 
 
 @click.command("inspect", context_settings={"help_option_names": ["-h", "--help"]})
@@ -87,6 +88,14 @@ def _note(message: str) -> None:
     metavar="BYTES",
     help="Feed raw SSE to the decoder this many bytes at a time, as a wire would (default: the whole file).",
 )
+@click.option(
+    "--library-budget",
+    type=click.FloatRange(min=0),
+    default=LIBRARY_BUDGET,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop a library adapter that takes longer than this on the recording (0: no limit); reported as stopped.",
+)
 def inspect_cmd(
     file: Path,
     protocol: str | None,
@@ -96,6 +105,7 @@ def inspect_cmd(
     trace_out: Path | None,
     libraries: tuple[str, ...],
     chunk_size: int | None,
+    library_budget: float,
 ) -> None:
     """Replay the recorded stream FILE through the reference implementation and every
     installed library adapter of its protocol, side by side.
@@ -106,7 +116,9 @@ def inspect_cmd(
     inspect, 3 internal error.
     """
     try:
-        _inspect(file, protocol, tools_file, as_json, html_out, trace_out, libraries, chunk_size)
+        _inspect(
+            file, protocol, tools_file, as_json, html_out, trace_out, libraries, chunk_size, library_budget or None
+        )
     except SystemExit:
         raise
     except Exception as exc:  # a bug in callsafe: one line, never a traceback
@@ -122,6 +134,7 @@ def _inspect(
     trace_out: Path | None,
     libraries: tuple[str, ...],
     chunk_size: int | None,
+    library_budget: float | None,
 ) -> None:
     from callsafe.inspection.inspect import inspect_recording, load_tools, to_trace
     from callsafe.inspection.recording import RecordingError, read_recording
@@ -141,14 +154,16 @@ def _inspect(
             tools = load_tools(tools_text)
         chosen = None if not libraries else [] if "none" in libraries else list(libraries)
         recording = read_recording(data, chunk_size=chunk_size)
-        inspection = inspect_recording(recording, protocol=protocol, tools=tools, libraries=chosen, file=str(file))
+        inspection = inspect_recording(
+            recording, protocol=protocol, tools=tools, libraries=chosen, file=str(file), library_budget=library_budget
+        )
     except RecordingError as exc:
         _fail(f"{file}: {exc}", 2)
 
     if as_json:
-        click.echo(json.dumps(inspection.to_json(), indent=1, ensure_ascii=False))
+        echo_json(inspection.to_json())
     else:
-        print_inspection(inspection, Console(highlight=False, soft_wrap=False))
+        print_inspection(inspection, SafeConsole(highlight=False, soft_wrap=False))
     if html_out is not None:
         _write(html_out, html_page(inspection))
         _note(f"wrote {html_out}")

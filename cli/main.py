@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from callsafe import __version__
+from callsafe.cli.console import SafeConsole, SafeGroup, echo, echo_json
 from callsafe.formal.abstract import CONTROLS, Config
 
 __all__ = ["main"]
 
-console = Console()
+console = SafeConsole()
 
 
 def _config(calls: int, turns: int, fragments: int, controls: str | None, restarts: int) -> Config:
@@ -53,7 +52,7 @@ def bounds(func: _F) -> _F:
     return func
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=SafeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="callsafe")
 def main() -> None:
     """callsafe: certify code that turns streamed LLM tool-call fragments into tool executions.
@@ -77,7 +76,7 @@ def model_cmd(as_json: bool, calls: int, turns: int, fragments: int, controls: s
 
     summary = model_summary(_config(calls, turns, fragments, controls, restarts))
     if as_json:
-        click.echo(json.dumps(summary, indent=1))
+        echo_json(summary)
         return
     table = Table(title="Lifecycle table: state-changing entries (the rest: ignored or rejected, see --json)")
     for col in ("from", "event", "to"):
@@ -148,11 +147,11 @@ def render_cmd(out_dir: Path, report_path: Path | None, png: bool) -> None:
         written += done.files
         notes += done.notes
     for path in written:
-        click.echo(str(path))
+        echo(str(path))
     for note in notes:
-        click.echo(f"note: {note}", err=True)
+        echo(f"note: {note}", err=True)
     if not has_dot():
-        click.echo("note: Graphviz 'dot' is not installed: wrote DOT only (apt-get install graphviz)", err=True)
+        echo("note: Graphviz 'dot' is not installed: wrote DOT only (apt-get install graphviz)", err=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -281,7 +280,7 @@ def certify_cmd(
         minimize=not no_minimize,
         counterexamples=counterexamples,
     )
-    err = Console(stderr=True)
+    err = SafeConsole(stderr=True)
     progress = Progress(
         TextColumn("{task.description:<10}"),
         BarColumn(),
@@ -375,7 +374,7 @@ def replay_cmd(trace_file: Path, target: str, as_json: bool) -> None:
     from callsafe.model.vocabulary import Trace, TraceFormatError, observation_to_json
 
     try:
-        trace = Trace.loads(trace_file.read_text(encoding="utf-8"))
+        trace = Trace.loads(trace_file.read_bytes())
     except TraceFormatError as exc:
         raise click.BadParameter(str(exc), param_hint="TRACE_FILE") from None
     try:
@@ -383,19 +382,15 @@ def replay_cmd(trace_file: Path, target: str, as_json: bool) -> None:
     except TargetSpecError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from None
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "trace": trace.name,
-                    "missing_capabilities": list(checked.missing),
-                    "verdicts": [v.to_json() for v in checked.oracle.verdicts.values()],
-                    "observations": [observation_to_json(o) for o in (checked.run.observations if checked.run else [])],
-                    "findings": [f.to_json() for f in checked.judgement.findings],
-                    "target_errors": checked.judgement.errors,
-                },
-                indent=1,
-                ensure_ascii=False,
-            )
+        echo_json(
+            {
+                "trace": trace.name,
+                "missing_capabilities": list(checked.missing),
+                "verdicts": [v.to_json() for v in checked.oracle.verdicts.values()],
+                "observations": [observation_to_json(o) for o in (checked.run.observations if checked.run else [])],
+                "findings": [f.to_json() for f in checked.judgement.findings],
+                "target_errors": checked.judgement.errors,
+            }
         )
     if checked.missing:
         if not as_json:

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
+
+from callsafe.cli.console import SafeConsole
 
 __all__ = ["matrix_cmd"]
 
@@ -90,8 +91,8 @@ def matrix_cmd(
     rows = [r for r in default_rows() if not only or any(text in r.spec for text in only)]
     if not rows:
         raise click.BadParameter(f"no row matches {', '.join(only)}", param_hint="--only")
-    console = Console() if sys.stdout.isatty() else Console(width=140)  # a log file gets the whole table
-    err = Console(stderr=True)
+    console = SafeConsole() if sys.stdout.isatty() else SafeConsole(width=140)  # a log file gets the whole table
+    err = SafeConsole(stderr=True)
 
     def progress(row: RowSpec, result: RowResult | None) -> None:
         if result is None:

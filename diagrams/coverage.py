@@ -20,12 +20,11 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from html import escape
 from typing import Any, Final
 
 import graphviz
 
-from callsafe.diagrams.style import EDGE_FONT, FONT, GREY, NODE_FONT, SMALL_FONT, add_state_nodes
+from callsafe.diagrams.style import EDGE_FONT, FONT, GREY, NODE_FONT, SMALL_FONT, add_state_nodes, escape
 from callsafe.model.lifecycle import TRANSITIONS, CallEvent, State
 
 __all__ = ["HEAT", "UNTAKEN", "HeatEdge", "coverage_heatmap", "heat_edges", "heat_level", "hits_from_report"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import shutil
 from collections import defaultdict
 from collections.abc import Iterable
-from html import escape
 from pathlib import Path
 
 import graphviz
@@ -38,6 +37,7 @@ from callsafe.diagrams.style import (
     RED,
     UNFINISHED,
     add_state_nodes,
+    escape,
     wrap_names,
 )
 from callsafe.formal.abstract import AbsCall, AbsState

@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Iterable, Sequence
-from html import escape
 from typing import Final
 
 import graphviz
 
+from callsafe.diagrams.style import escape
 from callsafe.model.vocabulary import (
     AuditRow,
     BusinessValidated,
@@ -38,6 +38,7 @@ from callsafe.model.vocabulary import (
     Trace,
     event_to_json,
 )
+from callsafe.safe_text import printable
 
 __all__ = ["describe_event", "sequence_dot", "sequence_rows", "sequence_svg"]
 
@@ -205,7 +206,7 @@ def sequence_dot(
             f"r{n}a", f"r{n}b", color=color, penwidth="2.4" if flagged_row else "1.3",
             style="dashed" if dashed else "solid",
         )  # fmt: skip
-        text = f"<<B>{escape(label)}</B>>" if flagged_row else label
+        text = f"<<B>{escape(label)}</B>>" if flagged_row else printable(label, newlines=False)
         dot.node(
             f"r{n}t", text, pos=pos((x1 + x2) / 2, y + 0.17), shape="plaintext", fontcolor=color,
             height="0.2", margin="0",

@@ -8,13 +8,14 @@ sees them (about 1200 px): node text 16 pt, edge text 14 pt, nothing smaller tha
 
 from __future__ import annotations
 
+import html
 import textwrap
-from html import escape
 from typing import Final
 
 import graphviz
 
 from callsafe.model.lifecycle import TERMINAL_STATES, State
+from callsafe.safe_text import printable
 
 __all__ = [
     "EDGE_FONT",
@@ -88,6 +89,13 @@ def wrap_names(names: list[str], width: int = 30) -> str:
     """Event names as a few lines of comma-separated text (a label of one name per line
     is as tall as the whole diagram once an edge carries seven events)."""
     return "\n".join(textwrap.wrap(", ".join(names), width=width, break_long_words=False, break_on_hyphens=False))
+
+
+def escape(text: str) -> str:
+    """Text for a Graphviz HTML-like label or an SVG text node: control characters shown as
+    escapes (Graphviz refuses them, and they come from streams and targets: a tool name, a
+    target name with ESC or BEL stopped the whole report), then HTML-escaped."""
+    return html.escape(printable(text))
 
 
 def html_text(text: str) -> str:

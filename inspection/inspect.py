@@ -32,6 +32,8 @@ The machine-readable form is :meth:`Inspection.to_json`, whose shape is :data:`J
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +42,7 @@ from typing import Any, Final, Literal
 
 from callsafe.certify.judge import Finding, oracle_findings
 from callsafe.certify.runner import run_trace
+from callsafe.inspection.budget import LIBRARY_BUDGET, OutOfTime, time_budget
 from callsafe.inspection.recording import Detection, Recording, RecordingError, detect_protocol
 from callsafe.model.oracle import judge
 from callsafe.model.vocabulary import (
@@ -110,6 +113,8 @@ def load_tools(text: str) -> dict[str, ToolSpec]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordingError(f"--tools: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise RecordingError("--tools: JSON nested too deeply to be read") from None
     if isinstance(data, dict) and isinstance(data.get("tools"), (dict, list)):
         data = data["tools"]
     try:
@@ -119,6 +124,8 @@ def load_tools(text: str) -> dict[str, ToolSpec]:
             return dict(_provider_tool(entry, n) for n, entry in enumerate(data))
     except TraceFormatError as exc:
         raise RecordingError(f"--tools: {exc}") from None
+    except RecursionError:
+        raise RecordingError("--tools: a schema nested too deeply to be read") from None
     raise RecordingError("--tools: expected an object of tool declarations or a list of tool definitions")
 
 
@@ -250,13 +257,14 @@ class Difference:
 @dataclass(frozen=True)
 class LibraryResult:
     """One library adapter on the recording: ``ran``, or ``unavailable`` (its library is not
-    installed; ``reason`` says so), or ``failed`` (the adapter itself broke)."""
+    installed; ``reason`` says so), ``failed`` (the adapter itself broke), or ``stopped``
+    (it ran out of its time budget; ``reason`` says after how long)."""
 
     name: str
     library: str
     surface: str
     version: str | None
-    status: Literal["ran", "unavailable", "failed"]
+    status: Literal["ran", "unavailable", "failed", "stopped"]
     reason: str | None = None
     presented: tuple[LibraryCall, ...] = ()
     differences: tuple[Difference, ...] = ()
@@ -404,10 +412,12 @@ def inspect_recording(
     tools: Mapping[str, ToolSpec] | None = None,
     libraries: Sequence[str] | None = None,
     file: str = "",
+    library_budget: float | None = LIBRARY_BUDGET,
 ) -> Inspection:
     """Inspect ``recording``: detect its protocol (unless ``protocol`` names it), parse it,
     run it through the reference implementation and through the library adapters
-    ``libraries`` selects (see :func:`adapters_for`; ``()`` for none). Raises
+    ``libraries`` selects (see :func:`adapters_for`; ``()`` for none), each for at most
+    ``library_budget`` seconds (``None``: no limit; see :mod:`callsafe.inspection.budget`). Raises
     :class:`~callsafe.inspection.recording.RecordingError` when the protocol is unknown,
     ambiguous or mixed."""
     detection: Detection | None = None
@@ -455,7 +465,7 @@ def inspect_recording(
     inspection.library_selection = None if libraries is None else list(libraries)
     _run_reference(inspection)
     for name in adapters:
-        inspection.libraries.append(_run_library(name, inspection))
+        inspection.libraries.append(_run_library(name, inspection, library_budget))
     return inspection
 
 
@@ -553,7 +563,7 @@ def _ledger_json(entry: Any) -> dict[str, Any]:
     }
 
 
-def _run_library(name: str, inspection: Inspection) -> LibraryResult:
+def _run_library(name: str, inspection: Inspection, budget: float | None = None) -> LibraryResult:
     from callsafe.targets._common import run_wire
     from callsafe.targets.libraries import make
 
@@ -567,8 +577,13 @@ def _run_library(name: str, inspection: Inspection) -> LibraryResult:
     items: list[Mapping[str, Any] | Event] = [p.data for p in recording.payloads]
     if recording.disconnected:
         items.append(Disconnect(DEFAULT_TURN.turn, ""))
+    with contextlib.suppress(Exception):  # an import that fails fails the run below, reported there
+        importlib.import_module(type(target).module)  # the library's import is not its time on the stream
     try:
-        run = run_wire(target, items, inspection.tools, turn=DEFAULT_TURN)
+        with time_budget(budget):
+            run = run_wire(target, items, inspection.tools, turn=DEFAULT_TURN)
+    except OutOfTime as exc:  # a library too slow on this stream: the others still get their turn
+        return LibraryResult(name, library, surface, version, "stopped", f"{exc} (its time budget)")
     except Exception as exc:  # the adapter itself broke: reported, never a traceback
         return LibraryResult(name, library, surface, version, "failed", f"{type(exc).__name__}: {exc}"[:300])
     presented = tuple(
@@ -860,7 +875,7 @@ JSON_SCHEMA: Final[dict[str, Any]] = {
                     "library": {"type": "string"},
                     "surface": {"type": "string"},
                     "version": _STR_OR_NULL,
-                    "status": {"enum": ["ran", "unavailable", "failed"]},
+                    "status": {"enum": ["ran", "unavailable", "failed", "stopped"]},
                     "reason": _STR_OR_NULL,
                     "agrees": {"type": ["boolean", "null"]},
                     "presented": {

@@ -172,6 +172,9 @@ def _print_library(lib: LibraryResult, console: Console) -> None:
     if lib.status == "failed":
         console.print(Text(f"{title}: the adapter failed: {lib.reason}", style="bold red"))
         return
+    if lib.status == "stopped":
+        console.print(Text(f"{title}: stopped: {lib.reason}", style="bold yellow"))
+        return
     verdict = Text("same as the reference", style="green") if lib.agrees else Text("differs", style="bold red")
     if not lib.presented and not lib.differences:
         console.print(Text.assemble((title, "bold"), ": presents no call; ", verdict))
@@ -269,7 +272,7 @@ def _reference_table(calls: Sequence[ReferenceCall]) -> str:
 def _library_html(lib: LibraryResult) -> str:
     title = escape(lib.name + (f" ({lib.library} {lib.version})" if lib.version else ""))
     if lib.status != "ran":
-        what = "skipped" if lib.status == "unavailable" else "the adapter failed"
+        what = {"unavailable": "skipped", "stopped": "stopped"}.get(lib.status, "the adapter failed")
         return f"<h3>{title}</h3><p class='muted'>{what}: {escape(lib.reason or '')}</p>"
     verdict = "<span class='same'>same as the reference</span>" if lib.agrees else "<span class='diff'>differs</span>"
     out = [

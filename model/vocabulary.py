@@ -557,12 +557,25 @@ class Trace:
         )
 
     @classmethod
-    def loads(cls, text: str) -> Trace:
+    def loads(cls, text: str | bytes) -> Trace:
+        """A trace from its JSON text (or UTF-8 bytes). Anything else, also random bytes and
+        JSON nested deeper than Python's recursion allows, is a :class:`TraceFormatError`
+        with one line, never a traceback."""
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise TraceFormatError(f"a trace must be UTF-8 JSON: byte {exc.start} is not UTF-8") from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TraceFormatError(f"a trace must be JSON: {exc}") from None
-        return cls.from_json(data)
+        except RecursionError:
+            raise TraceFormatError("a trace must be JSON nested less deeply than this one") from None
+        try:
+            return cls.from_json(data)
+        except RecursionError:
+            raise TraceFormatError("a trace's values are nested too deeply to be read") from None
 
 
 # --------------------------------------------------------------------------------------

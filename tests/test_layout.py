@@ -79,10 +79,12 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
 
 def _floor_of(module: str, table: dict[str, tuple[int, str]]) -> int:
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] in {"_aliases"}:
-        return -1  # the package itself: the version and the alias finder, below everything
-    if parts[1] == "__main__":
+    if len(parts) > 1 and parts[1] == "__main__":
         return max(f for f, _ in table.values()) + 1
+    if len(parts) == 1 or parts[1] not in table:
+        # the package itself and its loose modules (the version, the alias finder, safe text):
+        # below everything, so they may import nothing of the folders
+        return -1
     return table[parts[1]][0]
 
 
