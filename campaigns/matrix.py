@@ -78,8 +78,13 @@ __all__ = [
 ]
 
 MATRIX_VERSION: Final = 1
-MATRIX_GENERATORS: Final = (WIRE_GENERATOR, *(g for g in KNOWN_GENERATORS if g != WIRE_GENERATOR))
-STATUS_LABEL: Final = {"holds": "holds", "violated": "violated", "not_applicable": "n/a"}
+MATRIX_GENERATORS: Final = (WIRE_GENERATOR, *(g for g in KNOWN_GENERATORS if g not in (WIRE_GENERATOR, "traces")))
+STATUS_LABEL: Final = {
+    "holds": "holds",
+    "violated": "violated",
+    "not_established": "not established",
+    "not_applicable": "n/a",
+}
 _INVARIANT_IDS: Final = tuple(inv.id for inv in INVARIANTS)
 
 
@@ -116,7 +121,7 @@ class Cell:
     """One invariant for one row."""
 
     invariant: str
-    status: str  # "holds" | "violated" | "not_applicable"
+    status: str  # "holds" | "violated" | "not_established" | "not_applicable"
     kind: str  # "safety" | "liveness"
     traces_checked: int = 0
     traces_violated: int = 0
@@ -290,7 +295,7 @@ def _counterexample_json(ce: Counterexample, protocol: str) -> dict[str, Any]:
         "executed": [
             {"step": o.step, "call": o.key.short(), "tool": o.tool, "arguments": o.arguments} for o in executed
         ],
-        "target_errors": list(ce.errors),
+        "target_errors": [e.describe() for e in ce.errors],
     }
     if protocol != ABSTRACT:
         out["wire"] = _wire(ce.minimal, protocol)

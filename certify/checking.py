@@ -18,8 +18,10 @@ from typing import Final
 from callsafe.certify.execution import PartitionResult, TraceResult
 from callsafe.certify.judge import Finding, Judgement, judge_observations
 from callsafe.certify.partitions import Partition
-from callsafe.certify.runner import Run, run_trace
+from callsafe.certify.runner import Call, Run, RunStopped, run_trace
+from callsafe.certify.target_errors import TargetError, TraceTimeout, error_from_exception
 from callsafe.certify.targets import TargetFactory, describe, resolve_target
+from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT, trace_deadline
 from callsafe.certify.wire import ABSTRACT, NotRepresentable, not_applicable_reason, prepare, response_deferred_liveness
 from callsafe.contract.target import Target
 from callsafe.generators.coverage import reached_by_steps
@@ -65,25 +67,59 @@ def _not_applicable_judgement() -> Judgement:
     return Judgement({inv.id: None for inv in INVARIANTS})
 
 
-def run_checked(factory: TargetFactory, capabilities: frozenset[str], trace: Trace) -> Checked:
+def run_checked(
+    factory: TargetFactory,
+    capabilities: frozenset[str],
+    trace: Trace,
+    timeout: float | None = DEFAULT_TRACE_TIMEOUT,
+) -> Checked:
+    """Run ``trace`` on a fresh target from ``factory`` and judge it; the target is stopped
+    after ``timeout`` seconds (:mod:`~callsafe.certify.watchdog`), and whatever it raised
+    or hung on is on ``checked.judgement.errors`` (:class:`TargetError`)."""
     missing = tuple(sorted(needed_capabilities(trace) - capabilities))
     if missing:
         return Checked(trace, missing, None, judge(trace), _not_applicable_judgement())
     try:
-        target: Target = factory()
-    except Exception as exc:  # a target that cannot even be built: recorded, judged on nothing
-        oracle = judge(trace)
-        run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
-        return Checked(trace, missing, run, oracle, judge_observations(trace, [], capabilities, run.errors, oracle))
-    if target.protocol != ABSTRACT:
-        return _run_checked_wire(target, capabilities, trace)
+        with trace_deadline(timeout):
+            try:
+                target: Target = factory()
+            except Exception as exc:  # a target that cannot even be built: recorded, judged on nothing
+                return _stopped(Run(trace, errors=[error_from_exception(exc, "factory")]), capabilities)
+            if target.protocol != ABSTRACT:
+                return _run_checked_wire(target, capabilities, trace)
+            run = run_trace(target, trace)
+    except RunStopped as stopped:
+        return _stopped(stopped.run, capabilities)
+    except TraceTimeout as timeout_in_factory:  # the factory itself did not return
+        hang = TargetError("hang", "factory", str(timeout_in_factory), None, timeout_in_factory.stack)
+        return _stopped(Run(trace, errors=[hang]), capabilities)
     oracle = judge(trace)
-    try:
-        run = run_trace(target, trace)
-    except Exception as exc:  # a target that cannot even start: recorded, judged on nothing
-        run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
     judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
     return Checked(trace, missing, run, oracle, judgement)
+
+
+def _stopped(run: Run, capabilities: frozenset[str]) -> Checked:
+    """A run the target broke off (a hang, or a factory or ``start`` that raised): judged on
+    the events it was given, the trace cut after the event it hung on (its minimal prefix:
+    the events before it did not hang), so that what it did do is still judged."""
+    trace = run.trace
+    last = run.errors[-1] if run.errors else None
+    if last is not None and last.kind == "hang" and last.step is not None:
+        trace = hang_prefix(trace, last.step)
+    elif last is not None and last.where in ("factory", "start"):
+        trace = Trace(events=(), tools=trace.tools, limits=trace.limits, name=trace.name, source=trace.source)
+    oracle = judge(trace)
+    judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
+    run.trace = trace
+    return Checked(trace, (), run, oracle, judgement)
+
+
+def hang_prefix(trace: Trace, step: int) -> Trace:
+    """The events delivered up to and including ``step`` (replays expanded): a trace that
+    hangs where ``trace`` hung, and is named so."""
+    events = tuple(trace.delivered()[: step + 1])
+    name = f"hang at step {step}" + (f" ({trace.name})" if trace.name else "")
+    return Trace(events=events, tools=trace.tools, limits=trace.limits, name=name[:200], source=trace.source)
 
 
 BYTE_CAPS: Final = "byte caps"
@@ -107,10 +143,7 @@ def _run_checked_wire(target: Target, capabilities: frozenset[str], trace: Trace
     if any(step.event is CallEvent.OVER_LIMIT for step in oracle.steps):
         note = "the model refuses a call for a byte cap, which is the application's setting, not the wire's"
         return Checked(trace, (BYTE_CAPS,), None, oracle, _not_applicable_judgement(), note)
-    try:
-        run = run_trace(target, trace, plan=plan)
-    except Exception as exc:  # a target that cannot even start: recorded, judged on nothing
-        run = Run(trace, errors=[f"start: {type(exc).__name__}: {exc}"])
+    run = run_trace(target, trace, plan=plan)  # RunStopped: the caller judges what ran
     judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
     live = judgement.results.get("LIVE-DISPATCH")
     if live:
@@ -127,29 +160,35 @@ def check_trace(target: str | TargetFactory, trace: Trace) -> Checked:
     return run_checked(factory, info.capabilities, trace)
 
 
-def _result(generator: str, index: int, checked: Checked, seconds: float) -> TraceResult:
+def _result(generator: str, index: int, name: str, checked: Checked, seconds: float) -> TraceResult:
+    """``name`` is the trace's own (a hang's trace is cut and renamed; the scenario keeps its name)."""
     if checked.missing:
-        return TraceResult(generator, index, checked.trace.name, checked.missing, None, seconds)
+        return TraceResult(generator, index, name, checked.missing, None, seconds)
     got = reached_by_steps(checked.oracle.steps)
     return TraceResult(
         generator,
         index,
-        checked.trace.name,
+        name,
         (),
         checked.judgement,
         seconds,
         frozenset(got.transitions),
         frozenset(got.pairs),
-        checked.trace if checked.judgement.violated else None,
+        checked.trace if checked.judgement.violated or checked.judgement.broken else None,
     )
 
 
 def _run_one(
-    factory: TargetFactory, capabilities: frozenset[str], generator: str, index: int, trace: Trace
+    factory: TargetFactory,
+    capabilities: frozenset[str],
+    generator: str,
+    index: int,
+    trace: Trace,
+    timeout: float | None,
 ) -> TraceResult:
     started = time.perf_counter()
-    checked = run_checked(factory, capabilities, trace)
-    return _result(generator, index, checked, time.perf_counter() - started)
+    checked = run_checked(factory, capabilities, trace, timeout)
+    return _result(generator, index, trace.name, checked, time.perf_counter() - started)
 
 
 def run_pieces(
@@ -158,6 +197,7 @@ def run_pieces(
     partition: Partition,
     deadline: float | None,
     worker: str = "",
+    timeout: float | None = DEFAULT_TRACE_TIMEOUT,
 ) -> Iterator[PartitionResult]:
     """Make a partition's traces here and run each against a fresh target, handing the
     results back one trace at a time; the last piece has what the enumeration skipped after
@@ -168,7 +208,7 @@ def run_pieces(
         if deadline is not None and time.time() > deadline:
             yield PartitionResult(partition, [], stats.skipped - skipped, False, worker)
             return
-        result = _run_one(factory, capabilities, partition.generator, partition.start + offset, trace)
+        result = _run_one(factory, capabilities, partition.generator, partition.start + offset, trace, timeout)
         yield PartitionResult(partition, [result], stats.skipped - skipped, worker=worker)
         skipped = stats.skipped
     yield PartitionResult(partition, [], stats.skipped - skipped, worker=worker)
@@ -180,6 +220,7 @@ def run_partition(
     partition: Partition,
     deadline: float | None = None,
     worker: str = "",
+    timeout: float | None = DEFAULT_TRACE_TIMEOUT,
 ) -> PartitionResult:
     """A partition's results in one piece (as a worker sends them back), until ``deadline``
     (a :func:`time.time` value: comparable across the processes of a machine, and across
@@ -187,7 +228,7 @@ def run_partition(
     results: list[TraceResult] = []
     skipped = 0
     complete = True
-    for piece in run_pieces(factory, capabilities, partition, deadline, worker):
+    for piece in run_pieces(factory, capabilities, partition, deadline, worker, timeout):
         results += piece.results
         skipped += piece.skipped
         complete = piece.complete
@@ -213,7 +254,9 @@ class Counterexample:
     minimal: Trace
     findings: list[Finding]
     observations: list[Observation]
-    errors: list[str]
+    errors: list[TargetError]
     explanation: list[str]
     tests_run: int
     files: dict[str, str] = field(default_factory=dict)  # kind -> path (set by the report)
+    calls: list[Call] = field(default_factory=list)  # what the validator and executor got and answered
+    merged: int = 1  # counterexamples with this finding on these decisive events, shown as this one

@@ -34,11 +34,13 @@ Why it is shaped this way:
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from callsafe import __version__
@@ -55,12 +57,14 @@ from callsafe.certify.execution import Execution, Executor, TraceResult
 from callsafe.certify.local import InProcess, Processes
 from callsafe.certify.minimize import minimize_counterexample
 from callsafe.certify.partitions import Partition, exhaustive_partitions, listed_partitions, walk_partitions
-from callsafe.certify.targets import TargetFactory, TargetInfo, describe, resolve_target, spec_of
+from callsafe.certify.target_errors import TargetError, error_from_exception
+from callsafe.certify.targets import TargetFactory, TargetInfo, TargetSpecError, describe, resolve_target, spec_of
+from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT, LastResort
 from callsafe.certify.wire import ABSTRACT
 from callsafe.certify.wire_traces import wire_traces
 from callsafe.contract.target import CAPABILITIES
 from callsafe.formal.abstract import Config
-from callsafe.generators.catalog import CATALOG
+from callsafe.generators.catalog import CATALOG, Scenario
 from callsafe.generators.coverage import (
     ALL_TRANSITIONS,
     CoverageSuite,
@@ -73,13 +77,20 @@ from callsafe.generators.exhaustive import Bound
 from callsafe.generators.needs import exhaustive_controls
 from callsafe.generators.walks import walk_config
 from callsafe.model.invariants import INVARIANTS
-from callsafe.model.vocabulary import Trace
+from callsafe.model.vocabulary import Trace, TraceFormatError
 
 __all__ = [
     "BYTE_CAPS",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TARGET_ERRORS",
+    "EXIT_USAGE",
+    "EXIT_VIOLATED",
     "GENERATORS",
     "KNOWN_GENERATORS",
+    "NAMED_GENERATORS",
     "WIRE_GENERATOR",
+    "BrokenTrace",
     "Certification",
     "Checked",
     "Counterexample",
@@ -87,21 +98,32 @@ __all__ = [
     "InvariantSummary",
     "Options",
     "ProgressCallback",
+    "ScenarioResult",
     "TraceResult",
     "certify",
     "check_trace",
     "exhaustive_bound",
     "generators_for",
+    "load_trace_folder",
     "plan_partitions",
     "run_partition",
+    "select_scenarios",
 ]
 
 GENERATORS: Final = ("catalog", "coverage", "synthesis", "walks", "exhaustive")
+TRACES_GENERATOR: Final = "traces"  # the user's own trace files (--traces DIR)
+# Exit statuses of `callsafe certify` (README, --help): what CI reads.
+EXIT_OK: Final = 0  # certified: nothing violated, no target error
+EXIT_VIOLATED: Final = 1  # an invariant violated
+EXIT_USAGE: Final = 2  # a usage error (click's own code)
+EXIT_TARGET_ERRORS: Final = 3  # the target raised or hung, and nothing was violated
+EXIT_INTERRUPTED: Final = 130  # Ctrl-C: a partial report was written, nothing violated so far
+BROKEN_KEPT: Final = 20  # broken traces kept in full (the report counts them all)
 # Traces per partition when workers share a run: a few seconds of work for a slow target
 # (SQLite: about 15 ms a trace), far more than a task's overhead for a fast one.
 PARTITION_SIZE: Final = 256
 WIRE_GENERATOR: Final = "wire"  # wire-shaped traces (callsafe.certify.wire_traces)
-KNOWN_GENERATORS: Final = (*GENERATORS, WIRE_GENERATOR)
+KNOWN_GENERATORS: Final = (*GENERATORS, WIRE_GENERATOR, TRACES_GENERATOR)
 
 
 def exhaustive_bound(
@@ -157,6 +179,10 @@ class Options:
     minimize: bool = True
     counterexamples: int = 1  # per invariant
     minimize_budget: float = 30.0  # seconds, all counterexamples together
+    trace_timeout: float | None = DEFAULT_TRACE_TIMEOUT  # seconds per trace before it is a hang
+    fail_fast: bool = False  # stop at the first violation or target error
+    scenarios: tuple[str, ...] = ()  # fnmatch patterns: the catalog scenarios to run (none: all)
+    traces_dir: str | None = None  # a folder of the user's trace files (the "traces" generator)
 
     def __post_init__(self) -> None:
         unknown = set(self.generators) - set(KNOWN_GENERATORS)
@@ -166,6 +192,12 @@ class Options:
             raise ValueError("workers >= 1, depth >= 0 and a positive budget")
         if self.walks < 0:
             raise ValueError("walks >= 0")
+        if self.trace_timeout is not None and self.trace_timeout <= 0:
+            raise ValueError("a positive --trace-timeout")
+        if TRACES_GENERATOR in self.generators and not self.traces_dir:
+            raise ValueError("the traces generator runs the files of --traces DIR")
+        if self.scenarios and not select_scenarios(self.scenarios):
+            raise ValueError(f"no catalog scenario matches {', '.join(self.scenarios)} (callsafe scenarios list)")
         # the model's own Config says which sizes its explorer takes (the walks draw from it)
         Config(calls=self.calls, turns=self.turns, fragments=self.fragments)
         if self.partition_size is not None and self.partition_size < 1:
@@ -189,6 +221,10 @@ class Options:
             "minimize": self.minimize,
             "counterexamples_per_invariant": self.counterexamples,
             "minimize_budget_seconds": self.minimize_budget,
+            "trace_timeout_seconds": self.trace_timeout,
+            "fail_fast": self.fail_fast,
+            "scenarios": list(self.scenarios),
+            "traces_dir": self.traces_dir,
         }
 
 
@@ -199,8 +235,8 @@ def _executor(options: Options, factory: TargetFactory, info: TargetInfo) -> Exe
 
         return DaskExecutor(options.scheduler, info, size)
     if options.workers > 1:
-        return Processes(info, options.workers, size)
-    return InProcess(factory, info.capabilities)
+        return Processes(info, options.workers, size, options.trace_timeout)
+    return InProcess(factory, info.capabilities, options.trace_timeout)
 
 
 # --------------------------------------------------------------------------------------
@@ -248,10 +284,30 @@ class InvariantSummary:
     title: str
     kind: str
     spec: str
-    status: str  # "holds" | "violated" | "not_applicable"
-    traces_checked: int
+    status: str  # "holds" | "violated" | "not_established" | "not_applicable"
+    traces_checked: int  # on runs the target did not break off
     traces_violated: int
     needs: list[str]
+    traces_broken: int = 0  # applicable traces whose run the target broke (an error or a hang)
+
+
+@dataclass
+class BrokenTrace:
+    """A trace whose run the target broke: it raised, hung, or its process died. ``trace``
+    is what it was given (a hang: cut after the event it hung on), to replay."""
+
+    generator: str
+    index: int
+    name: str
+    trace: Trace
+    errors: list[TargetError]
+    files: dict[str, str] = field(default_factory=dict)  # kind -> path (set by the report)
+
+    @property
+    def kind(self) -> str:
+        """ "hang" when any error is a hang, "crash" for a process that died, else "error"."""
+        kinds = {e.kind for e in self.errors}
+        return "hang" if "hang" in kinds else "crash" if "crash" in kinds else "error"
 
 
 @dataclass
@@ -275,15 +331,47 @@ class Certification:
     # lifecycle transition -> traces that took it (the coverage heat map's colour)
     transition_hits: dict[Transition, int] = field(default_factory=dict)
     execution: Execution = field(default_factory=Execution)  # how it ran, never what it found
+    broken: list[BrokenTrace] = field(default_factory=list)  # the first BROKEN_KEPT broken traces
+    broken_count: dict[str, int] = field(default_factory=dict)  # "error" | "hang" | "crash" -> traces
+    stopped: str | None = None  # None, "interrupted" (Ctrl-C: the report is partial) or "fail-fast"
+    scenarios: list[ScenarioResult] = field(default_factory=list)  # per named trace, in run order
 
     @property
     def violated(self) -> list[str]:
         return [i for i, s in self.invariants.items() if s.status == "violated"]
 
     @property
+    def broken_traces(self) -> int:
+        return sum(self.broken_count.values())
+
+    @property
+    def partial(self) -> bool:
+        """Ctrl-C stopped the run: what is reported is what ran until then."""
+        return self.stopped == "interrupted"
+
+    @property
     def ok(self) -> bool:
-        """Nothing violated (the exit status of ``callsafe certify`` is 0 only then)."""
-        return not self.violated
+        """Certified: nothing violated, no target error, not interrupted (exit status 0)."""
+        return not self.violated and not self.broken_traces and not self.partial
+
+    @property
+    def verdict(self) -> str:
+        """ "pass", "fail" (a violation), "target_errors" (none, but the target broke runs)
+        or "partial" (interrupted before anything of the kind)."""
+        if self.violated:
+            return "fail"
+        if self.broken_traces:
+            return "target_errors"
+        return "partial" if self.partial else "pass"
+
+    @property
+    def exit_code(self) -> int:
+        return {
+            "pass": EXIT_OK,
+            "fail": EXIT_VIOLATED,
+            "target_errors": EXIT_TARGET_ERRORS,
+            "partial": EXIT_INTERRUPTED,
+        }[self.verdict]
 
     @property
     def traces_run(self) -> int:
@@ -309,9 +397,12 @@ def _plan(
 ) -> tuple[Iterator[Partition], int]:
     """A generator's traces, configured for what the target can take, as partitions of
     ``size`` traces (None: one partition), and how many traces there are."""
-    if name in ("catalog", WIRE_GENERATOR, "synthesis", "coverage"):
+    if name in ("catalog", WIRE_GENERATOR, "synthesis", "coverage", TRACES_GENERATOR):
         if name == "catalog":
-            traces: Sequence[Trace] = [s.trace for s in CATALOG]
+            traces: Sequence[Trace] = [s.trace for s in select_scenarios(options.scenarios)]
+        elif name == TRACES_GENERATOR:
+            assert options.traces_dir is not None
+            traces = load_trace_folder(Path(options.traces_dir))
         elif name == WIRE_GENERATOR:
             traces = list(wire_traces())
         elif name == "synthesis":
@@ -332,6 +423,34 @@ def _plan(
     )
     stats.info = {"bound": bound.to_json()}
     return exhaustive_partitions(name, bound, size)
+
+
+def select_scenarios(patterns: Sequence[str]) -> list[Scenario]:
+    """The catalog scenarios whose names match any of ``patterns`` (``fnmatch``: ``*``,
+    ``?``); every scenario when there are none."""
+    if not patterns:
+        return list(CATALOG)
+    return [s for s in CATALOG if any(fnmatch.fnmatchcase(s.name, p) for p in patterns)]
+
+
+def load_trace_folder(folder: Path) -> list[Trace]:
+    """Every ``*.json`` trace in ``folder`` (sorted by file name; a trace without a name is
+    named after its file). A file that is not a trace raises
+    :class:`~callsafe.model.vocabulary.TraceFormatError` naming the file."""
+    traces: list[Trace] = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            trace = Trace.loads(path.read_text(encoding="utf-8"))
+        except (TraceFormatError, ValueError, OSError) as exc:
+            raise TraceFormatError(f"{path}: {exc}") from None
+        if not trace.name:
+            trace = Trace(
+                events=trace.events, tools=trace.tools, limits=trace.limits, name=path.stem, source=trace.source
+            )
+        traces.append(trace)
+    if not traces:
+        raise TraceFormatError(f"{folder}: no *.json trace files")
+    return traces
 
 
 def plan_partitions(
@@ -380,16 +499,68 @@ def generators_for(options: Options, info: TargetInfo) -> tuple[str, ...]:
     return options.generators
 
 
+@dataclass
+class ScenarioResult:
+    """The outcome of one named trace (a catalog scenario, a synthesised hazard, one of the
+    user's trace files): what JUnit and the reports show per scenario."""
+
+    generator: str
+    name: str
+    outcome: str  # "passed" | "violated" | "target_error" | "hang" | "not_applicable"
+    violated: list[str] = field(default_factory=list)
+    detail: str = ""  # the first finding, the target error, or the missing capabilities
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "generator": self.generator,
+            "name": self.name,
+            "outcome": self.outcome,
+            "violated": list(self.violated),
+            "detail": self.detail,
+        }
+
+
+# Generators whose traces are named scenarios (each gets its own JUnit test case).
+NAMED_GENERATORS: Final = ("catalog", "synthesis", WIRE_GENERATOR, "traces")
+
+
+def _scenario_result(result: TraceResult) -> ScenarioResult:
+    if not result.applicable:
+        return ScenarioResult(
+            result.generator, result.name, "not_applicable", [], f"needs {', '.join(result.missing)}", result.seconds
+        )
+    judgement = result.judgement
+    assert judgement is not None
+    violated = sorted(judgement.violated)
+    if violated:
+        first = judgement.findings[0].describe() if judgement.findings else ""
+        return ScenarioResult(result.generator, result.name, "violated", violated, first, result.seconds)
+    if judgement.errors:
+        error = judgement.errors[0]
+        outcome = "hang" if error.kind == "hang" else "target_error"
+        return ScenarioResult(result.generator, result.name, outcome, [], error.describe(), result.seconds)
+    return ScenarioResult(result.generator, result.name, "passed", [], "", result.seconds)
+
+
 def certify(
     target: str | TargetFactory,
     options: Options | None = None,
     progress: ProgressCallback | None = None,
 ) -> Certification:
-    """Certify ``target`` (a name, see :mod:`callsafe.certify.targets`, or a factory)."""
+    """Certify ``target`` (a name, see :mod:`callsafe.certify.targets`, or a factory).
+
+    Ctrl-C ends the run with what ran so far (``stopped="interrupted"``, a partial report);
+    ``options.fail_fast`` stops at the first violation or target error."""
     options = options or Options()
     factory = resolve_target(target) if isinstance(target, str) else target
     spec = target if isinstance(target, str) else spec_of(factory)
-    info = describe(factory, spec)
+    try:
+        info = describe(factory, spec)
+    except TargetSpecError:
+        raise
+    except Exception as exc:  # the factory (or the target's attributes) raised: a target error, no traces
+        return _unbuildable(spec, options, error_from_exception(exc, "factory"))
     if (options.workers > 1 or options.scheduler) and not isinstance(target, str):
         raise ValueError(
             "--workers and --scheduler need a target named by a string ('module:factory'), built in each worker"
@@ -401,6 +572,7 @@ def certify(
     generator_names = generators_for(options, info)
     gen_stats: dict[str, GeneratorStats] = {name: GeneratorStats(name) for name in generator_names}
     checked: dict[str, int] = {inv.id: 0 for inv in INVARIANTS}
+    broken_checked: dict[str, int] = {inv.id: 0 for inv in INVARIANTS}
     violated: dict[str, int] = {inv.id: 0 for inv in INVARIANTS}
     examples: dict[str, list[Example]] = {}
     transitions: set[Transition] = set()
@@ -408,17 +580,24 @@ def certify(
     pairs: set[Pair] = set()
     missing_counts: dict[str, int] = {}
     errors: list[str] = []
+    broken: list[BrokenTrace] = []
+    broken_count: Counter[str] = Counter()
+    scenarios: list[ScenarioResult] = []
     budget_exhausted = False
+    stopped: str | None = None
 
-    def absorb(result: TraceResult) -> None:
+    def absorb(result: TraceResult) -> bool:
+        """Count one result; True when it is a reason to stop (with --fail-fast)."""
         stats = gen_stats[result.generator]
         stats.generated += 1
         stats.seconds += result.seconds
+        if result.generator in NAMED_GENERATORS:
+            scenarios.append(_scenario_result(result))
         if not result.applicable:
             stats.not_applicable += 1
             for cap in result.missing:
                 missing_counts[cap] = missing_counts.get(cap, 0) + 1
-            return
+            return False
         stats.ran += 1
         transitions.update(result.transitions)
         transition_hits.update(result.transitions)
@@ -427,76 +606,84 @@ def certify(
         assert judgement is not None
         if judgement.errors:
             stats.errors += 1
-            if len(errors) < 20:
-                errors.append(f"{result.name}: {judgement.errors[0]}")
+            kind = BrokenTrace(result.generator, result.index, result.name, Trace(events=()), judgement.errors).kind
+            broken_count[kind] += 1
+            if len(errors) < BROKEN_KEPT:
+                errors.append(f"{result.name}: {judgement.errors[0].describe()}")
+            if len(broken) < BROKEN_KEPT and result.trace is not None:
+                broken.append(BrokenTrace(result.generator, result.index, result.name, result.trace, judgement.errors))
         if judgement.violated:
             stats.violating += 1
         for inv, found in judgement.results.items():
             if found is None:
                 continue
-            checked[inv] += 1
-            stats.checked[inv] = stats.checked.get(inv, 0) + 1
+            if judgement.broken:
+                broken_checked[inv] += 1
+            else:
+                checked[inv] += 1
+                stats.checked[inv] = stats.checked.get(inv, 0) + 1
             if found:
                 violated[inv] += 1
                 stats.violated[inv] = stats.violated.get(inv, 0) + 1
                 kept = examples.setdefault(inv, [])
                 if len(kept) < max(options.counterexamples, 1) and result.trace is not None:
                     kept.append(Example(result.generator, result.trace, found))
+        return options.fail_fast and (judgement.broken or bool(judgement.violated))
 
     executor = _executor(options, factory, info)
     size = None if isinstance(executor, InProcess) else options.partition_size or PARTITION_SIZE
+    guard = LastResort(options.trace_timeout if isinstance(executor, InProcess) else None)
     try:
-        for piece in executor.run(plan_partitions(options, info, gen_stats, size), deadline):
-            name = piece.partition.generator
-            stats = gen_stats[name]
-            for result in piece.results:
-                absorb(result)
-                if progress is not None:
-                    progress(name, stats.generated, stats.total)
-            stats.skipped_equivalent += piece.skipped
-            stats.info["wall_seconds"] = round(time.perf_counter() - stats.planned_at, 3)
-            if not piece.complete:
-                budget_exhausted = True
-                later = generator_names[generator_names.index(name) :]
-                for stopped in later:
-                    gen_stats[stopped].complete = False
-                break
+        with guard:
+            for piece in executor.run(plan_partitions(options, info, gen_stats, size), deadline):
+                name = piece.partition.generator
+                stats = gen_stats[name]
+                for result in piece.results:
+                    if absorb(result):
+                        stopped = "fail-fast"
+                    if progress is not None:
+                        progress(name, stats.generated, stats.total)
+                stats.skipped_equivalent += piece.skipped
+                stats.info["wall_seconds"] = round(time.perf_counter() - stats.planned_at, 3)
+                if not piece.complete or stopped:
+                    budget_exhausted = not piece.complete
+                    later = generator_names[generator_names.index(name) :]
+                    for stopped_gen in later:
+                        gen_stats[stopped_gen].complete = False
+                    break
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+        executor.close(abort=True)
     except BaseException:
         executor.close(abort=True)
         raise
-    executor.close(abort=budget_exhausted)
+    else:
+        executor.close(abort=budget_exhausted or stopped is not None)
     run_seconds = time.perf_counter() - t0
 
     counterexamples: dict[str, list[Counterexample]] = {}
     t1 = time.perf_counter()
-    if options.minimize:
+    if options.minimize and stopped != "interrupted":
         min_deadline = t1 + options.minimize_budget
-        for inv in sorted(examples):
-            for example in examples[inv][: options.counterexamples]:
-                counterexamples.setdefault(inv, []).append(
-                    minimize_counterexample(factory, info.capabilities, inv, example, deadline=min_deadline)
-                )
+        try:
+            for inv in sorted(examples):
+                for example in examples[inv][: options.counterexamples]:
+                    counterexamples.setdefault(inv, []).append(
+                        minimize_counterexample(
+                            factory,
+                            info.capabilities,
+                            inv,
+                            example,
+                            deadline=min_deadline,
+                            timeout=options.trace_timeout,
+                        )
+                    )
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+    counterexamples = {inv: _merged(ces) for inv, ces in counterexamples.items()}
     minimize_seconds = time.perf_counter() - t1
 
-    invariants: dict[str, InvariantSummary] = {}
-    for invariant in INVARIANTS:
-        applicable = invariant.needs <= info.capabilities
-        if violated[invariant.id]:
-            status = "violated"
-        elif applicable and checked[invariant.id]:
-            status = "holds"
-        else:
-            status = "not_applicable"
-        invariants[invariant.id] = InvariantSummary(
-            invariant.id,
-            invariant.title,
-            invariant.kind,
-            invariant.spec,
-            status,
-            checked[invariant.id],
-            violated[invariant.id],
-            sorted(invariant.needs),
-        )
+    invariants = _summaries(info, checked, violated, broken_checked)
     return Certification(
         target=info,
         options=options,
@@ -517,6 +704,83 @@ def certify(
         errors=errors,
         transition_hits={t: n for t, n in transition_hits.items() if t in ALL_TRANSITIONS},
         execution=executor.execution(),
+        broken=broken,
+        broken_count=dict(broken_count),
+        stopped=stopped,
+        scenarios=scenarios,
+    )
+
+
+def _merged(ces: list[Counterexample]) -> list[Counterexample]:
+    """One counterexample per finding on the same decisive events (its name says both):
+    two traces that shrink to the same story are one finding, counted in ``merged``."""
+    out: dict[str, Counterexample] = {}
+    for ce in ces:
+        if ce.minimal.name in out:
+            out[ce.minimal.name].merged += ce.merged
+        else:
+            out[ce.minimal.name] = ce
+    return list(out.values())
+
+
+def _summaries(
+    info: TargetInfo, checked: dict[str, int], violated: dict[str, int], broken_checked: dict[str, int]
+) -> dict[str, InvariantSummary]:
+    """Each invariant's status: violated when any run violated it; not established when a
+    run the target broke (an error, a hang) checked it, since the claim would leave out
+    exactly the runs the target could not finish; holds when runs checked it, none broken
+    and none violating; not applicable otherwise (the target lacks what it needs, or no
+    applicable trace ran)."""
+    invariants: dict[str, InvariantSummary] = {}
+    for invariant in INVARIANTS:
+        applicable = invariant.needs <= info.capabilities
+        if violated[invariant.id]:
+            status = "violated"
+        elif applicable and broken_checked[invariant.id]:
+            status = "not_established"
+        elif applicable and checked[invariant.id]:
+            status = "holds"
+        else:
+            status = "not_applicable"
+        invariants[invariant.id] = InvariantSummary(
+            invariant.id,
+            invariant.title,
+            invariant.kind,
+            invariant.spec,
+            status,
+            checked[invariant.id],
+            violated[invariant.id],
+            sorted(invariant.needs),
+            broken_checked[invariant.id],
+        )
+    return invariants
+
+
+def _unbuildable(spec: str, options: Options, error: TargetError) -> Certification:
+    """The certification of a target whose factory raised when asked for the first target:
+    nothing ran, every invariant is not established, and the error is the verdict."""
+    info = TargetInfo(spec, spec, ABSTRACT, frozenset())
+    zero = {inv.id: 0 for inv in INVARIANTS}
+    invariants = _summaries(info, zero, zero, zero)
+    for summary in invariants.values():
+        summary.status = "not_established"
+    broken = BrokenTrace("factory", 0, "building the target", Trace(events=()), [error])
+    return Certification(
+        target=info,
+        options=options,
+        generators={},
+        invariants=invariants,
+        transitions=set(),
+        pairs=set(),
+        counterexamples={},
+        examples={},
+        not_applicable={},
+        started_at=time.time(),
+        timings={"run_seconds": 0.0, "minimize_seconds": 0.0, "total_seconds": 0.0},
+        budget_exhausted=False,
+        errors=[f"building the target: {error.describe()}"],
+        broken=[broken],
+        broken_count={"error": 1},
     )
 
 

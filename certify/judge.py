@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from callsafe.certify.target_errors import TargetError
 from callsafe.model.invariants import BY_ID, INVARIANTS, check_all, invariant_for_refusal
 from callsafe.model.oracle import Oracle, judge
 from callsafe.model.vocabulary import CallKey, Executed, Observation, Trace
@@ -69,10 +70,22 @@ class Finding:
 
 @dataclass
 class Judgement:
-    """Per invariant: its findings, or None when it does not apply to the target."""
+    """Per invariant: its findings, or None when it does not apply to the target.
+
+    ``errors`` are the target's own failures on the run (:class:`TargetError`). A run with
+    one is *broken*: a safety finding about a call executed before the break still counts
+    (what the executor received, it received); every other finding is set aside
+    (``set_aside``), not counted: a call the target never got to is no evidence against
+    the target, and no evidence for it either, so the harness says "not established" for
+    an invariant that only broken runs checked."""
 
     results: dict[str, list[Finding] | None]
-    errors: list[str] = field(default_factory=list)
+    errors: list[TargetError] = field(default_factory=list)
+    set_aside: list[Finding] = field(default_factory=list)
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.errors)
 
     @property
     def violated(self) -> set[str]:
@@ -95,7 +108,7 @@ class Judgement:
 
     def explain(self, invariant: str | None = None) -> str:
         found = self.findings if invariant is None else self.of(invariant)
-        lines = [f.describe() for f in found] + [f"target error: {e}" for e in self.errors]
+        lines = [f.describe() for f in found] + [f"target {e.describe()}" for e in self.errors]
         return "\n".join(lines) or "no violation"
 
 
@@ -167,11 +180,12 @@ def judge_observations(
     trace: Trace,
     observations: Sequence[Observation],
     capabilities: Iterable[str],
-    errors: Sequence[str] = (),
+    errors: Sequence[TargetError] = (),
     oracle: Oracle | None = None,
 ) -> Judgement:
     """Judge one run of ``trace``: every invariant's findings, or None where the target's
-    ``capabilities`` make it not applicable."""
+    ``capabilities`` make it not applicable; on a run with target ``errors``, liveness
+    findings are set aside (see :class:`Judgement`)."""
     caps = frozenset(capabilities)
     oracle = oracle or judge(trace)
     checked = check_all(trace, observations, caps, oracle=oracle)
@@ -197,7 +211,37 @@ def judge_observations(
         assert bucket is not None  # INV-CANCEL and LIVE-DISPATCH need no capability
         if not any(f.key == finding.key and f.invariant == finding.invariant for f in bucket):
             bucket.append(finding)
-    return Judgement(results, list(errors))
+    set_aside: list[Finding] = []
+    if errors:
+        counts = _counts_on_broken_run(errors, observations)
+        for inv_id, kept in results.items():
+            if kept:
+                set_aside += [f for f in kept if not counts(f)]
+                results[inv_id] = [f for f in kept if counts(f)]
+    return Judgement(results, list(errors), set_aside)
+
+
+def _counts_on_broken_run(errors: Sequence[TargetError], observations: Sequence[Observation]) -> Any:
+    """Which findings of a broken run still count: a safety finding about a call the
+    executor received before the target first broke (what was executed was executed).
+    Everything else is set aside: a liveness shortfall, a missing ledger row or status,
+    anything after the break (a target that goes on after a failed ``restart`` is not what
+    a restarted process would do), since the run is not the target's own behaviour."""
+    broke_at = min(
+        (float("inf") if e.where == "close" else -1 if e.step is None else e.step for e in errors), default=-1
+    )
+    first_run: dict[CallKey, int] = {}
+    for obs in observations:
+        if isinstance(obs, Executed):
+            first_run.setdefault(obs.key, obs.step)
+
+    def counts(finding: Finding) -> bool:
+        if finding.kind != "safety" or finding.key is None:
+            return False
+        step = first_run.get(finding.key)
+        return step is not None and step < broke_at
+
+    return counts
 
 
 def count_by_invariant(judgements: Iterable[Judgement]) -> Counter[str]:

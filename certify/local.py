@@ -20,6 +20,7 @@ from callsafe.certify.checking import run_partition, run_pieces
 from callsafe.certify.execution import Execution, PartitionResult
 from callsafe.certify.partitions import Partition
 from callsafe.certify.targets import TargetFactory, TargetInfo, resolve_target
+from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT
 
 __all__ = ["InProcess", "Processes"]
 
@@ -27,29 +28,35 @@ __all__ = ["InProcess", "Processes"]
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(spec: str, capabilities: frozenset[str], path: list[str]) -> None:
+def _worker_init(spec: str, capabilities: frozenset[str], path: list[str], timeout: float | None) -> None:
     sys.path[:] = path
     _WORKER["factory"] = resolve_target(spec)
     _WORKER["capabilities"] = capabilities
+    _WORKER["timeout"] = timeout
 
 
 def _worker_run(partition: Partition, deadline: float | None) -> PartitionResult:
-    return run_partition(_WORKER["factory"], _WORKER["capabilities"], partition, deadline, f"pid {os.getpid()}")
+    return run_partition(
+        _WORKER["factory"], _WORKER["capabilities"], partition, deadline, f"pid {os.getpid()}", _WORKER["timeout"]
+    )
 
 
 class InProcess:
     """Runs each partition here, handing results back one trace at a time (the progress
     bar moves per trace, and a budget stops between two traces)."""
 
-    def __init__(self, factory: TargetFactory, capabilities: frozenset[str]) -> None:
+    def __init__(
+        self, factory: TargetFactory, capabilities: frozenset[str], timeout: float | None = DEFAULT_TRACE_TIMEOUT
+    ) -> None:
         self.factory = factory
         self.capabilities = capabilities
+        self.timeout = timeout
         self.record = Execution()
 
     def run(self, partitions: Iterator[Partition], deadline: float | None) -> Iterator[PartitionResult]:
         for partition in partitions:
             self.record.partitions += 1
-            for piece in run_pieces(self.factory, self.capabilities, partition, deadline):
+            for piece in run_pieces(self.factory, self.capabilities, partition, deadline, timeout=self.timeout):
                 yield piece
                 if not piece.complete:
                     return
@@ -65,11 +72,13 @@ class Processes:
     """Runs partitions in a pool of local worker processes (spawned: nothing of the
     parent's state leaks in), a few partitions ahead of the one whose results are awaited."""
 
-    def __init__(self, info: TargetInfo, workers: int, partition_size: int) -> None:
+    def __init__(
+        self, info: TargetInfo, workers: int, partition_size: int, timeout: float | None = DEFAULT_TRACE_TIMEOUT
+    ) -> None:
         self.workers = workers
         ctx = multiprocessing.get_context("spawn")
         self.pool: Any = ctx.Pool(
-            workers, initializer=_worker_init, initargs=(info.spec, info.capabilities, list(sys.path))
+            workers, initializer=_worker_init, initargs=(info.spec, info.capabilities, list(sys.path), timeout)
         )
         self.record = Execution("processes", workers, None, partition_size)
 

@@ -25,10 +25,20 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from callsafe.certify.checking import Checked, Counterexample, Example, run_checked
+from callsafe.certify.judge import Finding
 from callsafe.certify.targets import TargetFactory
+from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT
 from callsafe.model.vocabulary import Event, Replay, Trace
 
-__all__ = ["ddmin", "minimize_counterexample", "minimize_trace", "pytest_source", "subtrace"]
+__all__ = [
+    "counterexample_name",
+    "ddmin",
+    "decisive_events",
+    "minimize_counterexample",
+    "minimize_trace",
+    "pytest_source",
+    "subtrace",
+]
 
 T = TypeVar("T")
 
@@ -142,6 +152,7 @@ def minimize_counterexample(
     invariant: str,
     example: Example,
     deadline: float | None = None,
+    timeout: float | None = DEFAULT_TRACE_TIMEOUT,
 ) -> Counterexample:
     """Shrink ``example`` while ``invariant`` stays violated on fresh targets."""
     runs = 0
@@ -150,25 +161,27 @@ def minimize_counterexample(
     def fails(candidate: Trace) -> bool:
         nonlocal runs
         runs += 1
-        checked = run_checked(factory, capabilities, candidate)
+        checked = run_checked(factory, capabilities, candidate, timeout)
         if checked.missing or invariant not in checked.violated:
             return False
         last["checked"] = checked
         return True
 
     minimal = minimize_trace(example.trace, fails, deadline)
-    name = f"minimal {invariant}: {example.trace.name}" if example.trace.name else f"minimal {invariant}"
+    origin = (
+        f"{example.generator} trace {example.trace.name!r}" if example.trace.name else f"a {example.generator} trace"
+    )
     minimal = Trace(
         events=minimal.events,
         tools=minimal.tools,
         limits=minimal.limits,
-        name=name[:200],
-        source=example.trace.source,
+        name=f"minimal {invariant}",
+        source=f"shrunk from the {origin}",
     )
-    checked = run_checked(factory, capabilities, minimal)
+    checked = run_checked(factory, capabilities, minimal, timeout)
     runs += 1
     if invariant not in checked.violated:  # a flaky target: keep the original
-        minimal, checked = example.trace, run_checked(factory, capabilities, example.trace)
+        minimal, checked = example.trace, run_checked(factory, capabilities, example.trace, timeout)
     if checked.trace.events != minimal.events:  # relabelled for a provider protocol: show what ran
         minimal = Trace(
             events=checked.trace.events,
@@ -178,7 +191,14 @@ def minimize_counterexample(
             source=minimal.source,
         )
     keys = {f.key for f in checked.judgement.of(invariant) if f.key is not None}
-    explanation = [f"{key.short()}: {line}" for key in sorted(keys) for line in checked.oracle.explain(key)]
+    explanation = [f"{key.short()}: {line}" for key in sorted(keys, key=str) for line in checked.oracle.explain(key)]
+    minimal = Trace(
+        events=minimal.events,
+        tools=minimal.tools,
+        limits=minimal.limits,
+        name=counterexample_name(invariant, minimal, checked.judgement.of(invariant)),
+        source=minimal.source,
+    )
     return Counterexample(
         invariant=invariant,
         generator=example.generator,
@@ -189,7 +209,36 @@ def minimize_counterexample(
         errors=list(checked.run.errors) if checked.run else [],
         explanation=explanation,
         tests_run=runs,
+        calls=list(checked.run.calls) if checked.run else [],
     )
+
+
+def decisive_events(trace: Trace) -> str:
+    """The events of a (minimal) trace in a few words: their kinds in order, a run of one
+    kind counted (``fragment x2``), during-validation ones marked."""
+    words: list[str] = []
+    for event in trace.events:
+        word = event.kind + (" (during validation)" if getattr(event, "during_validation", False) else "")
+        if words and (words[-1] == word or words[-1].startswith(word + " x")):
+            count = int(words[-1].rpartition(" x")[2]) + 1 if " x" in words[-1] and words[-1] != word else 2
+            words[-1] = f"{word} x{count}"
+        else:
+            words.append(word)
+    return ", ".join(words) or "no events"
+
+
+def counterexample_name(invariant: str, trace: Trace, findings: Sequence[Finding]) -> str:
+    """What a minimal trace shows: the invariant, the call, the finding's gist and the
+    decisive events (``INV-ONCE t1/c1 executed 2 times: turn_started, call_opened, ...``)."""
+    head = invariant
+    if findings:
+        first = findings[0]
+        if first.key is not None:
+            head += f" {first.key.short()}"
+        gist = first.message.split(";")[0].split(" (")[0].strip()
+        if gist:
+            head += f" {gist}"
+    return f"{head}: {decisive_events(trace)}"[:200]
 
 
 def _slug(text: str) -> str:

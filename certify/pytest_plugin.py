@@ -100,6 +100,15 @@ class InvariantCheck:
         """Fail with the minimal counterexample when violated; skip when not applicable."""
         if self.status == "violated":
             pytest.fail(self.message(), pytrace=False)
+        if self.status == "not_established":
+            cert = self.certification
+            first = cert.broken[0].errors[0] if cert.broken and cert.broken[0].errors else None
+            detail = f"\n{first.describe()}\n{first.traceback}" if first is not None else ""
+            pytest.fail(
+                f"{self.invariant} not established: the target broke {cert.broken_traces} traces "
+                f"(target errors){detail}",
+                pytrace=False,
+            )
         if self.status == "not_applicable":
             summary = self.certification.invariants[self.invariant]
             missing = sorted(set(summary.needs) - self.certification.target.capabilities)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from callsafe.certify.target_errors import TargetError, TraceTimeout, error_from_exception
 from callsafe.certify.wire import ABSTRACT, WirePlan, prepare
 from callsafe.contract.target import Target, TargetEnv
 from callsafe.model.system import apply_tool_change, business_check
@@ -47,11 +48,58 @@ from callsafe.model.vocabulary import (
     Trace,
 )
 
-__all__ = ["Run", "Session", "TargetError", "fresh_store_dir", "release_store_dir", "run_trace"]
+__all__ = [
+    "Call",
+    "Run",
+    "RunStopped",
+    "Session",
+    "TargetError",
+    "events_at",
+    "fresh_store_dir",
+    "release_store_dir",
+    "run_trace",
+]
 
 
-class TargetError(RuntimeError):
-    """The target raised while receiving an event: recorded, never hidden."""
+@dataclass(frozen=True)
+class Call:
+    """One call the target made to a harness-owned service (the business validator or the
+    executor): what it passed and what it got back, at which step. A counterexample shows
+    them, so "never executed" can say that the validator refused ``amount: 1000``."""
+
+    service: str  # "validator" | "executor"
+    step: int
+    key: CallKey
+    tool: str
+    arguments: Any
+    answer: str | None = None  # the validator's reason for refusing, None when it passed
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "service": self.service,
+            "step": self.step,
+            "key": self.key.to_json(),
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "answer": self.answer,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Call:
+        return cls(
+            str(data["service"]),
+            int(data["step"]),
+            CallKey.from_json(data["key"]),
+            str(data["tool"]),
+            data.get("arguments"),
+            data.get("answer"),
+        )
+
+    def describe(self) -> str:
+        if self.service == "executor":
+            return f"step {self.step}: executor({self.key.short()}, {self.tool}, {self.arguments!r})"
+        answer = "passed" if self.answer is None else f"refused: {self.answer}"
+        return f"step {self.step}: validator({self.key.short()}, {self.tool}, {self.arguments!r}) -> {answer}"
 
 
 @dataclass
@@ -60,8 +108,9 @@ class Run:
 
     trace: Trace
     observations: list[Observation] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # exceptions the target raised, by step
+    errors: list[TargetError] = field(default_factory=list)  # what the target raised, hung on, or died of
     seconds: float = 0.0
+    calls: list[Call] = field(default_factory=list)  # the validator's and the executor's inputs and answers
 
 
 class _Catalog(dict[str, ToolSpec]):
@@ -114,8 +163,8 @@ class _Delivery:
                 raise  # a crash ends every frame of the process, not just the innermost
             self._restart(crash.index)
             crashed = True
-        except Exception as exc:  # the target's own failure is an observation, not a crash
-            self.run.errors.append(f"step {index}: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # the target's own failure is recorded, and the trace goes on
+            self.run.errors.append(error_from_exception(exc, "receive", index))
         finally:
             self.depth -= 1
         if crashed:
@@ -133,7 +182,7 @@ class _Delivery:
             try:
                 wire.receive_wire(payload)
             except Exception as exc:
-                self.run.errors.append(f"step {index}: {type(exc).__name__}: {exc}")
+                self.run.errors.append(error_from_exception(exc, "receive_wire", index))
         self.step = index
         if delivery.receive:
             self.target.receive(event)
@@ -141,14 +190,14 @@ class _Delivery:
             try:
                 wire.end_stream()
             except Exception as exc:
-                self.run.errors.append(f"step {index}: end of stream: {type(exc).__name__}: {exc}")
+                self.run.errors.append(error_from_exception(exc, "end_stream", index))
 
     def _restart(self, index: int) -> None:
         self.step = index
         try:
             self.target.restart()
         except Exception as exc:
-            self.run.errors.append(f"step {index}: restart: {type(exc).__name__}: {exc}")
+            self.run.errors.append(error_from_exception(exc, "restart", index))
 
     def flush_pending(self) -> None:
         while self.pending:
@@ -161,13 +210,18 @@ class _Delivery:
     # -- the harness-owned services ---------------------------------------------------
 
     def execute(self, key: CallKey, actor: str, tool: str, arguments: Any, traceparent: str | None = None) -> None:
-        self.run.observations.append(Executed(self.step, key, actor, tool, _frozen_copy(arguments), traceparent))
+        frozen = _frozen_copy(arguments)
+        self.run.observations.append(Executed(self.step, key, actor, tool, frozen, traceparent))
+        self.run.calls.append(Call("executor", self.step, key, tool, frozen))
 
     def validate(self, key: CallKey, tool: str, arguments: Mapping[str, Any]) -> str | None:
-        self.run.observations.append(BusinessValidated(self.step, key, tool))
+        step = self.step
+        self.run.observations.append(BusinessValidated(step, key, tool))
         self.flush_pending()  # what arrives while the validator runs
         spec = self.catalog.get(tool)
-        return business_check(spec, arguments) if spec is not None else "unknown tool"
+        answer = business_check(spec, arguments) if spec is not None else "unknown tool"
+        self.run.calls.append(Call("validator", step, key, tool, _frozen_copy(arguments), answer))
+        return answer
 
     def observe(self, obs: Observation) -> None:
         self.run.observations.append(obs)
@@ -295,11 +349,18 @@ class Session:
         self.delivery.deliver(index, event)
         self.delivery.flush_pending()  # no validation consumed them: they arrive now
 
+    def abandon(self) -> None:
+        """Give the store back without closing a target that cannot be trusted to return."""
+        if self._own_store is not None:
+            release_store_dir(self._own_store)
+            self._own_store = None
+        self.run.seconds = time.perf_counter() - self._started
+
     def close(self) -> Run:
         try:
             self.target.close()
         except Exception as exc:
-            self.run.errors.append(f"close: {type(exc).__name__}: {exc}")
+            self.run.errors.append(error_from_exception(exc, "close"))
         finally:
             if self._own_store is not None:
                 release_store_dir(self._own_store)
@@ -318,8 +379,9 @@ def run_trace(target: Target, trace: Trace, store_dir: Path | None = None, plan:
     trace. ``run.trace`` is the trace that ran."""
     if plan is None and target.protocol != ABSTRACT:
         trace, plan = prepare(trace, target.protocol)
-    session = Session(target, trace.tools, trace.limits, store_dir, plan).open()
+    session = Session(target, trace.tools, trace.limits, store_dir, plan)
     try:
+        session.open()
         events = trace.delivered()
         i = 0
         while i < len(events):
@@ -328,7 +390,39 @@ def run_trace(target: Target, trace: Trace, store_dir: Path | None = None, plan:
                 j += 1
             session.send(events[i], events[i + 1 : j])
             i = j
-    finally:
-        run = session.close()
+    except TraceTimeout as timeout:
+        # The target is stuck: it is not closed (that could hang too), only its store is freed.
+        session.abandon()
+        session.run.trace = trace
+        where = "start" if session.delivery.step < 0 else _where(events_at(trace, session.delivery.step))
+        step = None if session.delivery.step < 0 else session.delivery.step
+        session.run.errors.append(TargetError("hang", where, str(timeout), step, timeout.stack))
+        raise RunStopped(session.run) from None
+    except Exception as exc:
+        session.abandon()
+        session.run.trace = trace
+        session.run.errors.append(error_from_exception(exc, "start"))
+        raise RunStopped(session.run) from None
+    run = session.close()
     run.trace = trace
     return run
+
+
+class RunStopped(Exception):
+    """The run could not go on (the target hung, or ``start`` raised); ``run`` has what was
+    observed until then and the :class:`TargetError` that stopped it (the last of
+    ``run.errors``). :func:`run_trace` raises it; the caller judges the partial run."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(run.errors[-1].describe() if run.errors else "stopped")
+        self.run = run
+
+
+def events_at(trace: Trace, step: int) -> Event | None:
+    """The event delivered at ``step`` (replays expanded), None past the end."""
+    delivered = trace.delivered()
+    return delivered[step] if 0 <= step < len(delivered) else None
+
+
+def _where(event: Event | None) -> str:
+    return "restart" if isinstance(event, Restart) else "receive"

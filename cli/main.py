@@ -17,7 +17,10 @@ from callsafe.formal.abstract import CONTROLS, Config
 
 __all__ = ["main"]
 
+# No wrapping of piped output: a CI log keeps whole paths (SafeConsole: no emoji codes, no
+# control characters from user text).
 console = SafeConsole()
+console.soft_wrap = not console.is_terminal
 
 
 def _config(calls: int, turns: int, fragments: int, controls: str | None, restarts: int) -> Config:
@@ -158,7 +161,7 @@ def render_cmd(out_dir: Path, report_path: Path | None, png: bool) -> None:
 # Certification
 # --------------------------------------------------------------------------------------
 
-_STATUS_STYLE = {"holds": "green", "violated": "bold red", "not_applicable": "dim"}
+_STATUS_STYLE = {"holds": "green", "violated": "bold red", "not_established": "yellow", "not_applicable": "dim"}
 
 
 def _options(generators: str | None, **fields: Any) -> Any:
@@ -222,9 +225,32 @@ def _default_report_dir(spec: str) -> Path:
     "--generators",
     default=None,
     metavar="LIST",
-    help="Comma-separated, of catalog,coverage,synthesis,walks,exhaustive (the default: all five) and wire "
-    "(provider-shaped traces, for library adapters).",
+    help="Comma-separated, of catalog,coverage,synthesis,walks,exhaustive (the default: all five), wire "
+    "(provider-shaped traces, for library adapters) and traces (the files of --traces).",
 )
+@click.option(
+    "--scenario",
+    "scenarios",
+    multiple=True,
+    metavar="PATTERN",
+    help="Run only the catalog scenarios whose names match (fnmatch: 'cancel-*'; repeatable; "
+    "`callsafe scenarios list`). Alone, it runs the catalog only.",
+)
+@click.option(
+    "--traces",
+    "traces_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Certify the trace files (*.json, the format of `callsafe replay`) in this folder. Alone, it runs them only.",
+)
+@click.option(
+    "--trace-timeout",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="A trace that takes longer is stopped and reported as a hang [default: 10].",
+)
+@click.option("--fail-fast", is_flag=True, help="Stop at the first violation or target error.")
 @click.option("--no-minimize", is_flag=True, help="Keep counterexamples as found (faster).")
 @click.option("--counterexamples", default=1, show_default=True, help="Counterexamples kept per invariant.")
 def certify_cmd(
@@ -242,6 +268,10 @@ def certify_cmd(
     scheduler: str | None,
     partition_size: int | None,
     generators: str | None,
+    scenarios: tuple[str, ...],
+    traces_dir: Path | None,
+    trace_timeout: float | None,
+    fail_fast: bool,
     no_minimize: bool,
     counterexamples: int,
 ) -> None:
@@ -249,13 +279,21 @@ def certify_cmd(
 
     TARGET is `reference` (the reference implementation over SQLite in a temporary
     folder), `reference:memory`, `reference:postgres`, or `module:factory` (a callable that
-    returns a fresh target). Exit status 0 only when no invariant was violated.
-    """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    returns a fresh target).
 
+    \b
+    Exit status (what CI reads):
+      0  certified: no invariant violated, no target error
+      1  an invariant was violated
+      2  usage error (a bad option, a target name that does not resolve)
+      3  target errors or hangs (the target raised or did not finish a trace in time), no violation
+      130  interrupted (Ctrl-C): a partial report was written
+    """
     from callsafe.certify.execution import ExecutionError
-    from callsafe.certify.harness import certify
+    from callsafe.certify.harness import TRACES_GENERATOR, certify, load_trace_folder
     from callsafe.certify.targets import TargetSpecError
+    from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT
+    from callsafe.model.vocabulary import TraceFormatError
     from callsafe.reporting.report import write_reports
 
     if scheduler:
@@ -265,6 +303,13 @@ def certify_cmd(
             raise click.BadParameter("needs Dask distributed: pip install 'callsafe[dask]'", param_hint="--scheduler")
     if partition_size is not None and workers == 1 and not scheduler:
         raise click.BadParameter("partitions are for --workers N (N > 1) or --scheduler", param_hint="--partition-size")
+    if traces_dir is not None:
+        try:
+            load_trace_folder(traces_dir)
+        except TraceFormatError as exc:
+            raise click.BadParameter(str(exc), param_hint="--traces") from None
+    if generators is None and (scenarios or traces_dir is not None):
+        generators = ",".join((["catalog"] if scenarios else []) + ([TRACES_GENERATOR] if traces_dir else []))
     options = _options(
         generators,
         budget=budget,
@@ -279,27 +324,13 @@ def certify_cmd(
         partition_size=partition_size,
         minimize=not no_minimize,
         counterexamples=counterexamples,
+        trace_timeout=DEFAULT_TRACE_TIMEOUT if trace_timeout is None else trace_timeout,
+        fail_fast=fail_fast,
+        scenarios=scenarios,
+        traces_dir=str(traces_dir) if traces_dir is not None else None,
     )
-    err = SafeConsole(stderr=True)
-    progress = Progress(
-        TextColumn("{task.description:<10}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    )
-    tasks: dict[str, Any] = {}
-
-    def on_progress(generator: str, done: int, total: int | None) -> None:
-        if generator not in tasks:
-            tasks[generator] = progress.add_task(generator, total=total)
-        if done % 25 == 0 or done == total:
-            progress.update(tasks[generator], completed=done)
-
     try:
-        with progress:
+        with _progress() as on_progress:
             cert = certify(target, options, on_progress)
     except TargetSpecError as exc:
         raise click.BadParameter(str(exc), param_hint="TARGET") from None
@@ -310,10 +341,80 @@ def certify_cmd(
 
     out_dir = report_dir or _default_report_dir(target)
     reports = write_reports(cert, out_dir, junit)
+    _print_certification(cert, target, seed, out_dir)
+    console.print(f"reports: {reports.json}, {reports.html}, {reports.junit}", markup=False)
+    verdict = {
+        "pass": "[green]certified: no invariant violated[/green]",
+        "fail": f"[bold red]not certified: {', '.join(cert.violated)} violated[/bold red]",
+        "target_errors": f"[bold yellow]not certified: the target broke {cert.broken_traces} traces "
+        "(target errors, not a verdict on the invariants)[/bold yellow]",
+        "partial": "[yellow]interrupted: the report is partial (what ran until Ctrl-C)[/yellow]",
+    }[cert.verdict]
+    if cert.partial and cert.verdict != "partial":
+        verdict += " [yellow](interrupted: the report is partial)[/yellow]"
+    console.print(verdict)
+    sys.exit(cert.exit_code)
 
-    table = Table(title=f"callsafe certify {target}: {cert.target.name} ({cert.target.protocol})")
-    for col in ("invariant", "kind", "status", "traces checked", "violated"):
-        table.add_column(col, justify="right" if col in ("traces checked", "violated") else "left")
+
+class _progress:
+    """The progress of a run: a bar on a terminal; elsewhere (CI logs) a line every
+    :data:`PROGRESS_EVERY` seconds, so that a long run is never silent."""
+
+    PROGRESS_EVERY = 10.0
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.err = SafeConsole(stderr=True, highlight=False)
+        self.bar = Progress(
+            TextColumn("{task.description:<10}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.err,
+            transient=True,
+            disable=not self.err.is_terminal,
+        )
+        self.tasks: dict[str, Any] = {}
+        self.started = 0.0
+        self.last = 0.0
+
+    def __enter__(self) -> Callable[[str, int, int | None], None]:
+        import time
+
+        self.started = self.last = time.monotonic()
+        self.bar.__enter__()
+        return self.update
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(None, None, None)
+
+    def update(self, generator: str, done: int, total: int | None) -> None:
+        if self.err.is_terminal:
+            if generator not in self.tasks:
+                self.tasks[generator] = self.bar.add_task(generator, total=total)
+            if done % 25 == 0 or done == total:
+                self.bar.update(self.tasks[generator], completed=done)
+            return
+        import time
+
+        now = time.monotonic()
+        if now - self.last >= self.PROGRESS_EVERY or (done == total and generator not in self.tasks):
+            if done == total:
+                self.tasks[generator] = None
+            self.last = now
+            of = f"/{total}" if total is not None else ""
+            self.err.print(f"progress: {generator} {done}{of} traces, {now - self.started:.0f} s", markup=False)
+
+
+def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> None:
+    """The console's account of a run: invariants, generators, coverage, counterexamples
+    (one block per story: the same events shown once, with every invariant they break),
+    and the target errors with the first traceback and the replay command."""
+    title = f"callsafe certify {escape(target)}: {escape(cert.target.name)} ({escape(cert.target.protocol)})"
+    table = Table(title=title)
+    for col in ("invariant", "kind", "status", "traces checked", "violated", "broken"):
+        table.add_column(col, justify="right" if col in ("traces checked", "violated", "broken") else "left")
     for inv in cert.invariants.values():
         style = _STATUS_STYLE[inv.status]
         table.add_row(
@@ -322,55 +423,97 @@ def certify_cmd(
             f"[{style}]{inv.status.replace('_', ' ')}[/{style}]",
             str(inv.traces_checked),
             str(inv.traces_violated),
+            str(inv.traces_broken),
         )
     console.print(table)
     gens = Table(title="generators")
-    for col in ("generator", "ran", "not applicable", "skipped as equivalent", "violating", "seconds"):
+    for col in ("generator", "ran", "not applicable", "skipped as equivalent", "violating", "target errors", "seconds"):
         gens.add_column(col, justify="left" if col == "generator" else "right")
     for name, g in cert.generators.items():
         gens.add_row(
-            name + ("" if g.complete else " (budget)"),
+            escape(name) + ("" if g.complete else " (stopped)"),
             str(g.ran),
             str(g.not_applicable),
             str(g.skipped_equivalent),
             str(g.violating),
+            str(g.errors),
             f"{g.seconds:.2f}",
         )
     console.print(gens)
+    failed = [r for r in cert.scenarios if r.outcome not in ("passed", "not_applicable")]
+    if failed:
+        console.print(f"scenarios that failed ({len(failed)} of {len(cert.scenarios)} named traces):")
+        for r in failed[:20]:
+            what = ", ".join(r.violated) if r.violated else r.outcome.replace("_", " ")
+            console.print(f"  {r.generator}/{r.name}: {what}", markup=False)
+        if len(failed) > 20:
+            console.print(f"  ... and {len(failed) - 20} more (report.json: scenarios)", markup=False)
     console.print(
         f"coverage: {len(cert.transitions)} of 55 lifecycle transitions, {len(cert.pairs)} transition pairs; "
         f"{cert.traces_run} traces in {cert.timings['total_seconds']} s (seed {seed})"
         + (" [yellow]budget exhausted[/yellow]" if cert.budget_exhausted else "")
+        + (" [yellow]stopped at the first failure (--fail-fast)[/yellow]" if cert.stopped == "fail-fast" else "")
     )
     execution = cert.execution.summary()
     console.print(f"[yellow]{escape(execution)}[/yellow]" if cert.execution.rerun_partitions else escape(execution))
+    stories: dict[tuple[Any, ...], list[tuple[str, Any]]] = {}
     for inv_id, ces in sorted(cert.counterexamples.items()):
         for ce in ces:
-            console.print(
-                f"[red]{inv_id}[/red]: {escape(ce.findings[0].describe()) if ce.findings else inv_id}\n"
-                f"  minimal trace: {len(ce.minimal.events)} events ({out_dir / ce.files.get('trace', '')}); "
-                f"pytest: {out_dir / ce.files.get('pytest', '')}"
-            )
-    console.print(f"reports: {reports.json}, {reports.html}, {reports.junit}")
-    if cert.ok:
-        console.print("[green]certified: no invariant violated[/green]")
-    else:
-        console.print(f"[bold red]not certified: {', '.join(cert.violated)} violated[/bold red]")
-        sys.exit(1)
+            stories.setdefault(tuple(ce.minimal.events), []).append((inv_id, ce))
+    for shown in stories.values():
+        inv_id, ce = shown[0]
+        also = [i for i, _ in shown[1:]]
+        console.print(f"[red]{escape(ce.minimal.name)}[/red]" + (f" (also {', '.join(also)})" if also else ""))
+        for finding in ce.findings[:3]:
+            console.print(f"  {finding.describe()}", markup=False)
+        for call in ce.calls[:6]:
+            console.print(f"  {call.describe()}", markup=False)
+        merged = f"; {ce.merged} counterexamples like it" if ce.merged > 1 else ""
+        console.print(
+            f"  from: {ce.minimal.source}{merged}\n"
+            f"  minimal trace: {len(ce.minimal.events)} events ({out_dir / ce.files.get('trace', '')}); "
+            f"pytest: {out_dir / ce.files.get('pytest', '')}",
+            markup=False,
+        )
+    if cert.broken_traces:
+        kinds = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(cert.broken_count.items()))
+        console.print(f"[bold yellow]target errors: {cert.broken_traces} traces broken by the target ({kinds})[/]")
+        first = cert.broken[0] if cert.broken else None
+        if first is not None:
+            error = first.errors[0]
+            console.print(f"first: {first.generator}/{first.name}: {error.describe()}", markup=False)
+            text = error.traceback.rstrip() or "(no traceback)"
+            label = "stack of the hung thread" if error.kind == "hang" else "traceback"
+            console.print(f"{label}:\n{text}", markup=False, highlight=False)
+            if error.stderr:
+                console.print(f"stderr (tail):\n{error.stderr.rstrip()}", markup=False, highlight=False)
+            if first.files.get("trace"):
+                replay = f"callsafe replay {out_dir / first.files['trace']} --target {target}"
+                console.print(f"replay it: {replay}", markup=False)
 
 
 @main.command("replay")
 @click.argument("trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--target", "target", default="reference", show_default=True, help="Target name (as for certify).")
+@click.option(
+    "--target",
+    "target",
+    required=True,
+    help="Target name (as for certify): the implementation to judge; `reference` for the reference implementation.",
+)
+@click.option(
+    "--trace-timeout", type=float, default=10.0, show_default=True, metavar="SECONDS", help="Per-trace timeout."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print observations and findings as JSON.")
-def replay_cmd(trace_file: Path, target: str, as_json: bool) -> None:
-    """Run one trace (a JSON file) against TARGET and judge it.
+def replay_cmd(trace_file: Path, target: str, trace_timeout: float, as_json: bool) -> None:
+    """Run one trace (a JSON file) against TARGET, judge it, and say where TARGET's verdicts
+    differ from the reference implementation's on the same trace.
 
-    Exit status: 0 no violation, 1 violated, 3 not applicable (the target lacks a
-    capability the trace needs).
+    \b
+    Exit status: 0 no violation, 1 violated, 2 usage error, 3 no verdict (the target lacks
+    a capability the trace needs, or it raised or hung).
     """
-    from callsafe.certify.harness import check_trace
-    from callsafe.certify.targets import TargetSpecError
+    from callsafe.certify.checking import run_checked
+    from callsafe.certify.targets import TargetSpecError, describe, resolve_target
     from callsafe.model.vocabulary import Trace, TraceFormatError, observation_to_json
 
     try:
@@ -378,44 +521,110 @@ def replay_cmd(trace_file: Path, target: str, as_json: bool) -> None:
     except TraceFormatError as exc:
         raise click.BadParameter(str(exc), param_hint="TRACE_FILE") from None
     try:
-        checked = check_trace(target, trace)
+        factory = resolve_target(target)
+        info = describe(factory, target)
     except TargetSpecError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from None
+    except Exception as exc:  # the factory raised: a target error, not a usage error
+        console.print(f"target error: building {target} raised {type(exc).__name__}: {exc}", markup=False)
+        sys.exit(3)
+    checked = run_checked(factory, info.capabilities, trace, trace_timeout)
+    differences = _differences_from_reference(target, trace, checked, trace_timeout)
     if as_json:
         echo_json(
             {
                 "trace": trace.name,
+                "target": target,
                 "missing_capabilities": list(checked.missing),
                 "verdicts": [v.to_json() for v in checked.oracle.verdicts.values()],
                 "observations": [observation_to_json(o) for o in (checked.run.observations if checked.run else [])],
+                "calls": [c.to_json() for c in (checked.run.calls if checked.run else [])],
                 "findings": [f.to_json() for f in checked.judgement.findings],
-                "target_errors": checked.judgement.errors,
+                "target_errors": [e.to_json() for e in checked.judgement.errors],
+                "differs_from_reference": differences,
             }
         )
     if checked.missing:
         if not as_json:
-            console.print(f"[yellow]not applicable[/yellow]: {target} lacks {', '.join(checked.missing)}")
+            console.print(f"[yellow]not applicable[/yellow]: {escape(target)} lacks {', '.join(checked.missing)}")
         sys.exit(3)
     if not as_json:
-        verdicts = Table(title=f"{trace.name or trace_file.name}: the oracle's verdicts")
+        console.print(f"judged: {target} ({info.name}, protocol {info.protocol})", markup=False)
+        verdicts = Table(title=f"{escape(trace.name or trace_file.name)}: the oracle's verdicts")
         for col in ("call", "verdict", "reason"):
             verdicts.add_column(col)
         for v in checked.oracle.verdicts.values():
-            verdicts.add_row(v.key.short(), v.execute, v.reason)
+            verdicts.add_row(v.key.short(), v.execute, escape(v.reason))
         console.print(verdicts)
         from callsafe.diagrams.sequence import sequence_rows
 
         for src, dst, label, _ in sequence_rows(trace, checked.run.observations if checked.run else []):
             arrow = f"{src} -> {dst}"
             console.print(f"  {arrow:<20} {label}", markup=False, highlight=False)
+        for call in checked.run.calls if checked.run else []:
+            console.print(f"  {call.describe()}", markup=False)
         for f in checked.judgement.findings:
             console.print(f"[red]{escape(f.describe())}[/red]")
         for e in checked.judgement.errors:
-            console.print(f"[yellow]target error: {escape(e)}[/yellow]")
+            console.print(f"[yellow]target {escape(e.describe())}[/yellow]")
+            if e.traceback:
+                console.print(e.traceback.rstrip(), markup=False, highlight=False)
+        if differences is None:
+            pass
+        elif differences:
+            console.print("verdicts that differ from the reference implementation's on this trace:")
+            for line in differences:
+                console.print(f"  {line}", markup=False)
+        else:
+            console.print("same verdicts as the reference implementation on this trace", markup=False)
     if checked.violated:
         sys.exit(1)
+    if checked.judgement.errors:
+        if not as_json:
+            console.print("[yellow]no verdict: the target broke the run (target error)[/yellow]")
+        sys.exit(3)
     if not as_json:
-        console.print("[green]no invariant violated[/green]")
+        console.print(f"[green]no invariant violated by {escape(target)}[/green]")
+
+
+def _differences_from_reference(target: str, trace: Any, checked: Any, timeout: float) -> list[str] | None:
+    """Where ``target``'s run differs from the reference implementation's on ``trace``: per
+    invariant (violated on one, not on the other) and per call (executed, how often, with
+    which arguments). None when ``target`` is the reference, or the trace is not
+    applicable to one of them."""
+    if target.startswith("reference") or checked.missing or checked.run is None:
+        return None
+    from callsafe.certify.checking import run_checked
+    from callsafe.certify.targets import describe, resolve_target
+    from callsafe.model.vocabulary import Executed
+
+    factory = resolve_target("reference:memory")
+    reference = run_checked(factory, describe(factory, "reference:memory").capabilities, checked.trace, timeout)
+    if reference.missing or reference.run is None:
+        return None
+    lines: list[str] = []
+    for inv in sorted(set(checked.judgement.results) | set(reference.judgement.results)):
+        mine, theirs = checked.judgement.results.get(inv), reference.judgement.results.get(inv)
+        if mine is None:
+            continue
+        if bool(mine) != bool(theirs):
+            lines.append(
+                f"{inv}: {'violated' if mine else 'holds'} here, {'violated' if theirs else 'holds'} on reference"
+            )
+
+    def executions(run: Any) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = {}
+        for obs in run.observations:
+            if isinstance(obs, Executed):
+                out.setdefault(obs.key.short(), []).append(obs.arguments)
+        return out
+
+    mine_ex, ref_ex = executions(checked.run), executions(reference.run)
+    for call in sorted(set(mine_ex) | set(ref_ex)):
+        a, b = mine_ex.get(call, []), ref_ex.get(call, [])
+        if a != b:
+            lines.append(f"{call}: executed {len(a)}x {a!r} here, {len(b)}x {b!r} on reference")
+    return lines
 
 
 @main.command("selftest")

@@ -18,8 +18,8 @@ from callsafe.cli.console import SafeConsole
 
 __all__ = ["matrix_cmd"]
 
-_STYLE = {"holds": "green", "violated": "bold red", "not_applicable": "dim"}
-_SHORT = {"holds": "ok", "violated": "X", "not_applicable": "-"}
+_STYLE = {"holds": "green", "violated": "bold red", "not_established": "yellow", "not_applicable": "dim"}
+_SHORT = {"holds": "ok", "violated": "X", "not_established": "?", "not_applicable": "-"}
 _COLUMN = {
     "INV-TERMINAL": "TERM",
     "INV-EXACT-ARGS": "ARGS",

@@ -502,7 +502,7 @@ def _run_reference(inspection: Inspection) -> None:
 
     store = MemoryStore()
     run = run_trace(ReferenceTarget(store="memory", memory=store), inspection.trace)
-    inspection.reference_errors = list(run.errors)
+    inspection.reference_errors = [e.describe() for e in run.errors]
     inspection.reference_observations = list(run.observations)
     inspection.oracle_findings = oracle_findings(judge(inspection.trace), run.observations)
     executed: dict[CallKey, list[Executed]] = {}

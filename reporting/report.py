@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import graphviz
 
-from callsafe.certify.harness import Certification, Counterexample
+from callsafe.certify.harness import BrokenTrace, Certification, Counterexample
 from callsafe.certify.minimize import pytest_source
 from callsafe.diagrams.coverage import coverage_heatmap
 from callsafe.diagrams.model import has_dot
@@ -54,7 +54,9 @@ __all__ = [
     "write_reports",
 ]
 
-REPORT_VERSION: Final = 2  # 2: options.workers moved to execution.workers
+# 2: options.workers moved to execution.workers; 3: target errors are verdicts (verdict
+# "target_errors"/"partial", status "not_established", broken_traces, scenarios, stopped)
+REPORT_VERSION: Final = 3
 # The parts of report.json that say when and how a run was executed, not what it found
 # (paths; "*" stands for every generator).
 VARYING: Final = ("started_at", "timings", "execution", "generators.*.seconds", "generators.*.info.wall_seconds")
@@ -93,6 +95,11 @@ _FINDING = {
         "source": {"enum": ["checker", "oracle"]},
     },
 }
+_TARGET_ERROR = {
+    "type": "object",
+    "required": ["kind", "where", "step", "message", "traceback", "stderr"],
+    "properties": {"kind": {"enum": ["error", "hang", "crash"]}, "step": {"type": ["integer", "null"]}},
+}
 REPORT_SCHEMA: Final[dict[str, Any]] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "callsafe certification report",
@@ -115,12 +122,18 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
         "coverage",
         "not_applicable",
         "target_errors",
+        "broken_traces",
+        "scenarios",
+        "stopped",
+        "partial",
     ],
     "properties": {
         "schema": {"const": "callsafe-certification-report"},
         "version": {"const": REPORT_VERSION},
         "callsafe_version": {"type": "string"},
-        "verdict": {"enum": ["pass", "fail"]},
+        "verdict": {"enum": ["pass", "fail", "target_errors", "partial"]},
+        "stopped": {"enum": [None, "interrupted", "fail-fast"]},
+        "partial": {"type": "boolean"},
         "target": {
             "type": "object",
             "required": ["spec", "name", "protocol", "capabilities"],
@@ -193,7 +206,8 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
                     "counterexamples",
                 ],
                 "properties": {
-                    "status": {"enum": ["holds", "violated", "not_applicable"]},
+                    "status": {"enum": ["holds", "violated", "not_established", "not_applicable"]},
+                    "traces_broken": _COUNTS,
                     "kind": {"enum": ["safety", "liveness"]},
                     "traces_checked": _COUNTS,
                     "traces_violated": _COUNTS,
@@ -256,6 +270,34 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
         },
         "not_applicable": {"type": "object", "additionalProperties": _COUNTS},
         "target_errors": {"type": "array", "items": {"type": "string"}},
+        "broken_traces": {
+            "type": "object",
+            "required": ["count", "traces"],
+            "properties": {
+                "count": {"type": "object", "additionalProperties": _COUNTS},
+                "traces": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["generator", "name", "kind", "errors", "trace", "files"],
+                        "properties": {
+                            "kind": {"enum": ["error", "hang", "crash"]},
+                            "errors": {"type": "array", "items": _TARGET_ERROR},
+                        },
+                    },
+                },
+            },
+        },
+        "scenarios": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["generator", "name", "outcome", "violated", "detail"],
+                "properties": {
+                    "outcome": {"enum": ["passed", "violated", "target_error", "hang", "not_applicable"]},
+                },
+            },
+        },
     },
 }
 
@@ -275,8 +317,21 @@ def _counterexample_json(ce: Counterexample) -> dict[str, Any]:
         "explanation": ce.explanation,
         "trace": ce.minimal.to_json(),
         "observations": [observation_to_json(o) for o in ce.observations],
-        "target_errors": ce.errors,
+        "target_errors": [e.to_json() for e in ce.errors],
+        "calls": [c.to_json() for c in ce.calls],
+        "source": ce.original.name,
         "files": dict(ce.files),
+    }
+
+
+def _broken_json(b: BrokenTrace) -> dict[str, Any]:
+    return {
+        "generator": b.generator,
+        "name": b.name,
+        "kind": b.kind,
+        "errors": [e.to_json() for e in b.errors],
+        "trace": b.trace.to_json(),
+        "files": dict(b.files),
     }
 
 
@@ -288,7 +343,9 @@ def report_json(cert: Certification) -> dict[str, Any]:
         "schema": "callsafe-certification-report",
         "version": REPORT_VERSION,
         "callsafe_version": cert.version,
-        "verdict": "pass" if cert.ok else "fail",
+        "verdict": cert.verdict,
+        "stopped": cert.stopped,
+        "partial": cert.partial,
         "target": cert.target.to_json(),
         "options": cert.options.to_json(),
         "seed": cert.options.seed,
@@ -315,6 +372,7 @@ def report_json(cert: Certification) -> dict[str, Any]:
                 "status": s.status,
                 "traces_checked": s.traces_checked,
                 "traces_violated": s.traces_violated,
+                "traces_broken": s.traces_broken,
                 "counterexamples": [_counterexample_json(ce) for ce in cert.counterexamples.get(s.id, [])],
             }
             for s in cert.invariants.values()
@@ -332,6 +390,11 @@ def report_json(cert: Certification) -> dict[str, Any]:
         },
         "not_applicable": dict(sorted(cert.not_applicable.items())),
         "target_errors": list(cert.errors),
+        "broken_traces": {
+            "count": dict(sorted(cert.broken_count.items())),
+            "traces": [_broken_json(b) for b in cert.broken],
+        },
+        "scenarios": [r.to_json() for r in cert.scenarios],
     }
 
 
@@ -343,7 +406,7 @@ def report_json(cert: Certification) -> dict[str, Any]:
 def junit_xml(cert: Certification) -> ET.ElementTree[ET.Element]:
     """One ``testsuite`` per generator, one ``testcase`` per invariant in it."""
     root = ET.Element("testsuites", name=f"callsafe certify {cert.target.spec}")
-    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for name, g in cert.generators.items():
         suite = ET.SubElement(root, "testsuite", name=f"callsafe.{name}", time=f"{g.seconds:.3f}")
         counts = {"tests": 0, "failures": 0, "skipped": 0}
@@ -374,11 +437,61 @@ def junit_xml(cert: Certification) -> ET.ElementTree[ET.Element]:
         for k, v in counts.items():
             suite.set(k, str(v))
             totals[k] += v
+    _junit_scenarios(root, cert, totals)
+    _junit_broken(root, cert, totals)
     for k, v in totals.items():
         root.set(k, str(v))
     root.set("time", f"{cert.timings.get('total_seconds', 0.0):.3f}")
     ET.indent(root)
     return ET.ElementTree(root)
+
+
+def _junit_scenarios(root: ET.Element, cert: Certification, totals: dict[str, int]) -> None:
+    """``callsafe.scenarios``: one test case per named trace (catalog scenario, synthesised
+    hazard, wire scenario, trace file): failed when it violated an invariant, an error when
+    the target raised or hung on it, skipped when not applicable."""
+    if not cert.scenarios:
+        return
+    suite = ET.SubElement(root, "testsuite", name="callsafe.scenarios")
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for r in cert.scenarios:
+        case = ET.SubElement(
+            suite, "testcase", classname=f"callsafe.scenarios.{r.generator}", name=r.name, time=f"{r.seconds:.3f}"
+        )
+        counts["tests"] += 1
+        if r.outcome == "violated":
+            counts["failures"] += 1
+            ET.SubElement(
+                case, "failure", message=f"violates {', '.join(r.violated)}", type="violation"
+            ).text = r.detail
+        elif r.outcome in ("target_error", "hang"):
+            counts["errors"] += 1
+            ET.SubElement(case, "error", message=r.detail, type=r.outcome)
+        elif r.outcome == "not_applicable":
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", message=f"not applicable: {r.detail}")
+    for k, v in counts.items():
+        suite.set(k, str(v))
+        totals[k] += v
+
+
+def _junit_broken(root: ET.Element, cert: Certification, totals: dict[str, int]) -> None:
+    """``callsafe.target_errors``: one errored case per kept broken trace of the generators
+    whose traces are not named (their scenarios' cases already say so), with the traceback."""
+    from callsafe.certify.harness import NAMED_GENERATORS
+
+    unnamed = [b for b in cert.broken if b.generator not in NAMED_GENERATORS]
+    if not unnamed:
+        return
+    suite = ET.SubElement(root, "testsuite", name="callsafe.target_errors")
+    for b in unnamed:
+        case = ET.SubElement(suite, "testcase", classname=f"callsafe.target_errors.{b.generator}", name=b.name)
+        error = b.errors[0]
+        ET.SubElement(case, "error", message=error.describe(), type=error.kind).text = error.traceback
+    suite.set("tests", str(len(unnamed)))
+    suite.set("errors", str(len(unnamed)))
+    totals["tests"] += len(unnamed)
+    totals["errors"] += len(unnamed)
 
 
 # --------------------------------------------------------------------------------------
@@ -394,7 +507,8 @@ th { background: #f3f5f8; } .num { text-align: right; }
 .badge { display: inline-block; padding: 2px 8px; border-radius: 10px; font-size: 0.9em; font-weight: bold; }
 .holds { background: #d5ecd4; color: #1b5e20; } .violated { background: #f6d5d5; color: #b71c1c; }
 .not_applicable { background: #eee; color: #555; } .pass { background: #d5ecd4; color: #1b5e20; }
-.fail { background: #f6d5d5; color: #b71c1c; }
+.fail { background: #f6d5d5; color: #b71c1c; } .not_established, .target_errors, .partial, .hang, .error
+{ background: #fbeccb; color: #7a4f00; }
 pre { background: #f7f7f7; border: 1px solid #e3e3e3; padding: 8px; overflow-x: auto; font-size: 0.85em; }
 .ce { border: 1px solid #e3c0c0; border-radius: 6px; padding: 0.6em 1em; margin: 1em 0; }
 .diagram { overflow-x: auto; } .muted { color: #777; }
@@ -429,11 +543,12 @@ def html_report(cert: Certification) -> str:
         f"<title>callsafe certification: {escape(cert.target.spec)}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>callsafe certification: {escape(cert.target.name)} {_badge(verdict)}</h1>",
+        _html_banner(cert),
         f"<p class='muted'>target <code>{escape(cert.target.spec)}</code> · protocol "
         f"{escape(cert.target.protocol)} · capabilities {escape(', '.join(sorted(cert.target.capabilities)))}"
         f"<br>seed {cert.options.seed} · depth {cert.options.depth} · {cert.options.walks} walks · model of "
-        f"{cert.options.calls} calls, {cert.options.turns} turns, {cert.options.fragments} fragments · budget "
-        f"{cert.options.budget if cert.options.budget else 'none'} s"
+        f"{cert.options.calls} calls, {cert.options.turns} turns, {cert.options.fragments} fragments · "
+        f"{f'budget {cert.options.budget:g} s' if cert.options.budget else 'no budget'}"
         f"{' (exhausted: generation stopped early)' if cert.budget_exhausted else ''} · "
         f"{doc['summary']['traces_run']} traces run in {cert.timings.get('total_seconds', 0)} s · "
         f"started {escape(doc['started_at'])} · callsafe {escape(cert.version)}<br>"
@@ -486,20 +601,73 @@ def html_report(cert: Certification) -> str:
             parts.append(
                 f"<div class='ce' id='{escape(inv_id) if n == 0 else ''}'><h3>{escape(inv_id)} "
                 f"{_badge('violated')}</h3>"
-                f"<p>From the {escape(ce.generator)} generator: {len(ce.original.events)} events shrunk to "
-                f"{len(ce.minimal.events)} ({ce.tests_run} runs). {files}</p>"
+                f"<p><b>{escape(ce.minimal.name)}</b></p>"
+                f"<p>{escape(ce.minimal.source)}: {len(ce.original.events)} events shrunk to "
+                f"{len(ce.minimal.events)} ({ce.tests_run} runs"
+                f"{f'; {ce.merged} counterexamples like it' if ce.merged > 1 else ''}). {files}</p>"
                 "<ul>" + "".join(f"<li>{escape(f.describe())}</li>" for f in ce.findings) + "</ul>"
             )
+            if ce.calls:
+                parts.append("<p>What the validator and the executor received and answered:</p><pre>")
+                parts.append(escape("\n".join(c.describe() for c in ce.calls)) + "</pre>")
             if ce.explanation:
                 parts.append("<p>What the model says happened to the call:</p><pre>")
                 parts.append(escape("\n".join(ce.explanation)) + "</pre>")
             parts.append(f"<div class='diagram'>{sequence_svg(ce.minimal, ce.observations, keys)}</div>")
             parts.append(f"<details><summary>minimal trace (JSON)</summary><pre>{escape(ce.minimal.dumps())}</pre>")
             parts.append("</details></div>")
-    if cert.errors:
-        parts.append("<h2>Target errors</h2><ul>" + "".join(f"<li>{escape(e)}</li>" for e in cert.errors) + "</ul>")
+    parts += _html_scenarios(cert)
+    parts += _html_broken(cert)
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _html_banner(cert: Certification) -> str:
+    notes = []
+    if cert.partial:
+        notes.append("Partial report: the run was interrupted (Ctrl-C); it shows what ran until then.")
+    if cert.stopped == "fail-fast":
+        notes.append("Stopped at the first violation or target error (--fail-fast).")
+    if cert.broken_traces:
+        notes.append(
+            f"The target broke {cert.broken_traces} traces (it raised, hung or died): no invariant is established "
+            "on them; see Target errors."
+        )
+    return "".join(f"<p><span class='badge not_established'>{escape(n)}</span></p>" for n in notes)
+
+
+def _html_scenarios(cert: Certification) -> list[str]:
+    if not cert.scenarios:
+        return []
+    failed = [r for r in cert.scenarios if r.outcome != "passed"]
+    parts = [
+        f"<h2>Scenarios</h2><p>{len(cert.scenarios) - len(failed)} of {len(cert.scenarios)} named traces passed.</p>"
+    ]
+    if failed:
+        parts.append("<table><tr><th>generator</th><th>scenario</th><th>outcome</th><th>detail</th></tr>")
+        for r in failed:
+            parts.append(
+                f"<tr><td>{escape(r.generator)}</td><td>{escape(r.name)}</td><td>{_badge(r.outcome)}"
+                f"{escape(' ' + ', '.join(r.violated)) if r.violated else ''}</td><td>{escape(r.detail)}</td></tr>"
+            )
+        parts.append("</table>")
+    return parts
+
+
+def _html_broken(cert: Certification) -> list[str]:
+    if not cert.broken_traces:
+        return []
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(cert.broken_count.items()))
+    parts = [f"<h2>Target errors</h2><p>{cert.broken_traces} traces broken by the target ({escape(kinds)}).</p>"]
+    for b in cert.broken:
+        link = f" · <a href='{escape(b.files['trace'])}'>trace</a>" if b.files.get("trace") else ""
+        parts.append(f"<div class='ce'><h3>{escape(b.generator)}/{escape(b.name)} {_badge(b.kind)}{link}</h3>")
+        for e in b.errors[:3]:
+            parts.append(f"<p>{escape(e.describe())}</p><pre>{escape(e.traceback or '(no traceback)')}</pre>")
+            if e.stderr:
+                parts.append(f"<p>stderr (tail):</p><pre>{escape(e.stderr)}</pre>")
+        parts.append("</div>")
+    return parts
 
 
 # --------------------------------------------------------------------------------------
@@ -544,6 +712,13 @@ def write_reports(cert: Certification, out_dir: Path, junit: Path | None = None)
                 "pytest": str(test_path.relative_to(out_dir)),
             }
             written_ce += [trace_path, test_path]
+    broken_dir = out_dir / "target-errors"
+    for n, b in enumerate(cert.broken):
+        broken_dir.mkdir(exist_ok=True)
+        path = broken_dir / f"{b.kind}-{n + 1}.json"
+        path.write_text(b.trace.dumps() + "\n", encoding="utf-8")
+        b.files = {"trace": str(path.relative_to(out_dir))}
+        written_ce.append(path)
     json_path = out_dir / "report.json"
     json_path.write_text(json.dumps(report_json(cert), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     junit_path = junit or out_dir / "junit.xml"

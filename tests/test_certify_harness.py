@@ -111,7 +111,11 @@ class Crashy(toy_targets.SimpleAssembler):
 def test_a_target_that_raises_is_recorded_not_fatal() -> None:
     cert = certify(Crashy, Options(depth=0, walks=5, generators=("catalog",), minimize=False))
     assert cert.generators["catalog"].errors > 0 and "boom" in cert.errors[0]
-    assert cert.violated == ["LIVE-DISPATCH"]
+    # A call the target never got to is no verdict on its liveness (issue 17): the runs it
+    # broke establish nothing, and the certification says "target errors", not "violated".
+    assert cert.violated == [] and cert.verdict == "target_errors" and cert.exit_code == 3
+    assert cert.invariants["LIVE-DISPATCH"].status == "not_established"
+    assert "holds" not in {s.status for s in cert.invariants.values()}
 
 
 class WireOnly(toy_targets.SimpleAssembler):

@@ -12,7 +12,7 @@ import jsonschema
 
 from callsafe.certify.harness import Certification, Options, certify, check_trace
 from callsafe.diagrams.sequence import sequence_rows, sequence_svg
-from callsafe.generators.catalog import by_name
+from callsafe.generators.catalog import CATALOG, by_name
 from callsafe.reporting.report import REPORT_SCHEMA, comparable_text, html_report, junit_xml, report_json, write_reports
 
 OPTIONS = Options(depth=1, walks=20, generators=("catalog", "walks"))
@@ -66,8 +66,8 @@ def test_comparable_text_drops_only_when_and_how_a_run_was_executed() -> None:
 def test_junit_has_one_case_per_invariant_per_generator() -> None:
     root = junit_xml(broken()).getroot()
     suites = root.findall("testsuite")
-    assert [s.get("name") for s in suites] == ["callsafe.catalog", "callsafe.walks"]
-    for suite in suites:
+    assert [s.get("name") for s in suites] == ["callsafe.catalog", "callsafe.walks", "callsafe.scenarios"]
+    for suite in suites[:2]:
         assert len(suite.findall("testcase")) == 11
     catalog = suites[0]
     failed = {c.get("name") for c in catalog.findall("testcase") if c.find("failure") is not None}
@@ -76,6 +76,21 @@ def test_junit_has_one_case_per_invariant_per_generator() -> None:
     assert {"INV-LEDGER", "INV-STATUS", "INV-CONFIRM", "INV-BOUNDED"} <= skipped
     assert int(root.get("failures", "0")) >= len(failed)
     ET.fromstring(ET.tostring(root))  # well formed
+
+
+def test_junit_has_one_case_per_named_scenario() -> None:
+    cert = broken()
+    suite = next(s for s in junit_xml(cert).getroot().findall("testsuite") if s.get("name") == "callsafe.scenarios")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    catalog = {r.name for r in cert.scenarios if r.generator == "catalog"}
+    assert catalog == {s.name for s in CATALOG} and catalog <= set(cases)
+    failing = {r.name for r in cert.scenarios if r.outcome == "violated"}
+    assert failing and {n for n, c in cases.items() if c.find("failure") is not None} == failing
+    passing = {r.name for r in cert.scenarios if r.outcome == "passed"}
+    assert passing and all(cases[n].find("failure") is None and cases[n].find("skipped") is None for n in passing)
+    assert int(suite.get("failures", "0")) == len(failing)
+    doc = report_json(cert)
+    assert {r["name"] for r in doc["scenarios"] if r["outcome"] == "violated"} == failing
 
 
 def test_html_shows_verdicts_counterexamples_and_coverage(tmp_path: Path) -> None:

@@ -299,7 +299,7 @@ def _outside_counterexamples(out: Path) -> dict[str, str]:
     doc = json.loads((out / "report.json").read_text(encoding="utf-8"))
     for inv in doc["invariants"]:
         for ce in inv["counterexamples"]:
-            for shown in ("trace", "observations", "explanation"):
+            for shown in ("trace", "observations", "calls", "explanation"):  # the run: test data
                 ce.pop(shown, None)
     html = (out / "report.html").read_text(encoding="utf-8")
     html = re.sub(r"<div class='ce'.*?</details></div>", "", html, flags=re.DOTALL)

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -378,3 +379,60 @@ class NeverExecutes(SimpleAssembler):
 
 def never_executes() -> NeverExecutes:
     return NeverExecutes()
+
+
+# --------------------------------------------------------------------------------------
+# Targets that break: each raises (or hangs) at one point of the contract
+# --------------------------------------------------------------------------------------
+
+
+class Misbehaves(ModelTarget):
+    """The model, breaking at one point: ``where`` is "start", "receive" or "restart";
+    ``hang`` makes it wait for ever there instead of raising."""
+
+    name = "misbehaves"
+
+    def __init__(self, where: str, hang: bool = False) -> None:
+        self.where = where
+        self.hang = hang
+
+    def _break(self, where: str) -> None:
+        if where != self.where:
+            return
+        if self.hang:
+            while True:  # a busy wait on something that never comes
+                time.sleep(0.05)
+        raise RuntimeError(f"the adapter broke in {where}")
+
+    def start(self, env: TargetEnv) -> None:
+        self._break("start")
+        super().start(env)
+
+    def receive(self, event: Event) -> None:
+        if isinstance(event, Fragment):  # the turn starts fine; the first fragment breaks it
+            self._break("receive")
+        super().receive(event)
+
+    def restart(self) -> None:
+        self._break("restart")
+        super().restart()
+
+
+def raises_in_factory() -> ModelTarget:
+    raise RuntimeError("the factory broke")
+
+
+def raises_in_start() -> Misbehaves:
+    return Misbehaves("start")
+
+
+def raises_in_receive() -> Misbehaves:
+    return Misbehaves("receive")
+
+
+def raises_in_restart() -> Misbehaves:
+    return Misbehaves("restart")
+
+
+def hangs_in_receive() -> Misbehaves:
+    return Misbehaves("receive", hang=True)

@@ -1,0 +1,118 @@
+"""Target errors are verdicts (issue 17): a target that raises in its factory, ``start``,
+``receive`` or ``restart``, or hangs in ``receive``, is certified to the end with exit
+status 3; its traces say "target error" or "hang", and no invariant "holds" on them."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from callsafe.certify.harness import Options, certify
+from callsafe.certify.target_errors import TargetError
+from callsafe.cli.main import main
+from callsafe.reporting.report import REPORT_SCHEMA
+
+RAISING = {
+    "factory": "toy_targets:raises_in_factory",
+    "start": "toy_targets:raises_in_start",
+    "receive": "toy_targets:raises_in_receive",
+    "restart": "toy_targets:raises_in_restart",
+}
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+def _report(folder: Path) -> dict[str, object]:
+    doc = json.loads((folder / "report.json").read_text())
+    jsonschema.validate(doc, REPORT_SCHEMA)
+    assert isinstance(doc, dict)
+    return doc
+
+
+@pytest.mark.parametrize("where", sorted(RAISING))
+def test_an_adapter_that_raises_is_certified_with_exit_3(where: str, tmp_path: Path) -> None:
+    code, out = invoke("certify", RAISING[where], "--generators", "catalog", "--report", str(tmp_path))
+    assert code == 3, out
+    assert "target error" in out and f"error in {where}" in out and "Traceback" in out
+    assert "replay it: callsafe replay" in out or where == "factory"
+    doc = _report(tmp_path)
+    assert doc["verdict"] == "target_errors" and doc["summary"]["violated"] == []
+    statuses = {i["id"]: i["status"] for i in doc["invariants"]}  # type: ignore[index]
+    assert "holds" not in statuses.values() and "violated" not in statuses.values()
+    assert "not_established" in statuses.values()
+    broken = doc["broken_traces"]
+    assert isinstance(broken, dict) and broken["count"]["error"] > 0
+    first = broken["traces"][0]
+    assert first["kind"] == "error" and first["errors"][0]["where"] == where
+    assert f"broke in {where}" in first["errors"][0]["traceback"] or where == "factory"
+    assert TargetError.from_json(first["errors"][0]).where == where
+    if where != "factory":  # each broken scenario is named, and the trace to replay is written
+        outcomes = {r["outcome"] for r in doc["scenarios"]}  # type: ignore[attr-defined]
+        assert "target_error" in outcomes
+        assert "passed" not in outcomes or where == "restart"  # traces without a restart run clean
+        assert (tmp_path / first["files"]["trace"]).exists()
+
+
+def test_a_hang_is_stopped_reported_with_its_stack_and_the_run_goes_on(tmp_path: Path) -> None:
+    timeout = 0.5
+    options = Options(generators=("catalog",), scenarios=("two-calls-*", "duplicate-*", "cancel-*"), minimize=False)
+    started = time.perf_counter()
+    cert = certify("toy_targets:hangs_in_receive", Options(**{**options.__dict__, "trace_timeout": timeout}))
+    seconds = time.perf_counter() - started
+    hung = cert.broken_count.get("hang", 0)
+    ran = cert.generators["catalog"].ran
+    assert hung == ran >= 3, cert.broken_count  # every selected scenario has a fragment: each one hung
+    assert seconds < hung * (timeout + 2.0), (seconds, hung)  # at most the timeout and a little per hung trace
+    assert cert.exit_code == 3 and cert.verdict == "target_errors"
+    assert "holds" not in {s.status for s in cert.invariants.values()}
+    first = cert.broken[0]
+    error = first.errors[0]
+    assert error.kind == "hang" and error.where == "receive" and error.step is not None
+    assert "time.sleep" in error.traceback and "_break" in error.traceback  # where it was stuck
+    assert len(first.trace.events) == error.step + 1 and first.trace.name.startswith("hang at step")
+    assert all(r.outcome == "hang" for r in cert.scenarios)
+
+
+def test_the_cli_says_hang_and_exits_3(tmp_path: Path) -> None:
+    code, out = invoke(
+        "certify",
+        "toy_targets:hangs_in_receive",
+        "--scenario",
+        "two-calls-interleaved",
+        "--trace-timeout",
+        "0.3",
+        "--report",
+        str(tmp_path),
+    )
+    assert code == 3, out
+    assert "1 hang" in out and "stack of the hung thread" in out
+    doc = _report(tmp_path)
+    assert doc["scenarios"] == [  # type: ignore[comparison-overlap]
+        {
+            "generator": "catalog",
+            "name": "two-calls-interleaved",
+            "outcome": "hang",
+            "violated": [],
+            "detail": doc["scenarios"][0]["detail"],  # type: ignore[index]
+        }
+    ]
+    assert "hang in receive" in doc["scenarios"][0]["detail"]  # type: ignore[index]
+
+
+def test_fail_fast_stops_at_the_first_target_error(tmp_path: Path) -> None:
+    cert = certify("toy_targets:raises_in_receive", Options(generators=("catalog", "walks"), fail_fast=True))
+    assert cert.stopped == "fail-fast" and cert.traces_run == 1 and cert.exit_code == 3
+    assert not cert.generators["walks"].complete
+
+
+def test_a_violation_on_a_clean_run_outranks_target_errors() -> None:
+    cert = certify("toy_targets:dispatch_on_first_parse", Options(generators=("catalog",), minimize=False))
+    assert cert.exit_code == 1 and cert.verdict == "fail"
