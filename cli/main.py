@@ -20,7 +20,9 @@ __all__ = ["main"]
 # No wrapping of piped output: a CI log keeps whole paths (SafeConsole: no emoji codes, no
 # control characters from user text).
 console = SafeConsole()
-console.soft_wrap = not console.is_terminal
+if not console.is_terminal:
+    console.soft_wrap = True
+    console.width = max(console.width, 160)  # tables keep invariant ids and paths whole
 
 
 def _config(calls: int, turns: int, fragments: int, controls: str | None, restarts: int) -> Config:
@@ -680,6 +682,7 @@ def _register_extensions() -> None:
         ("callsafe.cli.formal", ("prove_cmd", "export_cmd")),
         ("callsafe.cli.matrix", ("matrix_cmd",)),
         ("callsafe.cli.inspect", ("inspect_cmd",)),
+        ("callsafe.cli.scenarios", ("scenarios_cmd",)),
     ):
         try:
             loaded = import_module(module)

@@ -436,3 +436,43 @@ def raises_in_restart() -> Misbehaves:
 
 def hangs_in_receive() -> Misbehaves:
     return Misbehaves("receive", hang=True)
+
+
+class NoTenant(SimpleAssembler):
+    """Builds its call keys without a tenant (``CallKey(None, ...)``), as an adapter that
+    never read ``TurnStarted.tenant`` would: its reports must still read back."""
+
+    name = "no-tenant"
+
+    def _execute(self, buf: _Buffer, arguments: Any) -> None:
+        turn = self.turns[buf.key.turn]
+        buf.state = "done"
+        key = CallKey(None, buf.key.turn, buf.key.response, buf.key.item, buf.key.call)  # type: ignore[arg-type]
+        self.env.executor(key, turn.actor, buf.tool or "", arguments, turn.traceparent)
+
+
+def no_tenant() -> NoTenant:
+    return NoTenant()
+
+
+_RUNS = {"count": 0}
+
+
+class Interrupted(ModelTarget):
+    """Ctrl-C arrives (as ``KeyboardInterrupt``) while the tenth trace runs."""
+
+    def start(self, env: TargetEnv) -> None:
+        _RUNS["count"] += 1
+        if _RUNS["count"] == 10:
+            raise KeyboardInterrupt
+        super().start(env)
+
+
+def interrupted() -> Interrupted:
+    return Interrupted()
+
+
+def factory() -> SimpleAssembler:
+    """Named like the README's ``my_adapter:factory``: the console title then reads
+    ``...:factory: simple``, which rich would turn into an emoji if it parsed it."""
+    return SimpleAssembler()
