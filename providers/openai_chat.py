@@ -22,15 +22,27 @@ Decisions, and why:
 * **Arguments are fragments in arrival order** (the protocol has no positions). Empty
   argument strings carry nothing. Arguments for an index whose call has no name yet are a
   protocol violation: the parser never guesses a call's tool.
-* **Calls end only with the stream.** ``finish_reason`` is recorded, never acted on when it
-  arrives: servers that put a ``finish_reason`` on every chunk must not end calls early
-  (a prefix of the arguments may well parse) nor end them twice. At a clean end of stream
-  (``[DONE]``, or EOF after the last chunk) every call gets its terminal event with the
-  *last* finish reason seen: ``tool_calls``, ``stop`` and ``function_call`` are
-  ``completed``, ``length`` is ``length``, ``content_filter`` is ``content_filter``,
-  anything else ``error``. A clean end without any finish reason is not the protocol's
-  completion: every call gets ``CallTerminal(reason="error")``. A dropped connection gives
-  a :class:`~callsafe.model.vocabulary.Disconnect` instead.
+* **Calls end only with the stream; the first ``finish_reason`` ends the choice.** No
+  terminal event is emitted when a finish reason arrives (a prefix of the arguments may
+  well parse, and more may follow); at a clean end of stream (``[DONE]``, or EOF after the
+  last chunk) every call gets its terminal event. Its reason: ``tool_calls``, ``stop`` and
+  ``function_call`` are ``completed``, ``length`` is ``length``, ``content_filter`` is
+  ``content_filter``, anything else ``error``; when the stream sent several different
+  finish reasons, the first that is not ``completed`` wins, so **a ``length`` stop is final**
+  (a later ``tool_calls`` never turns a cut-off call into a finished one, and a ``length``
+  after ``tool_calls`` means two readings of the end, of which one forbids the call). A
+  clean end without any finish reason is not the protocol's completion: every call gets
+  ``CallTerminal(reason="error")``. A dropped connection gives a
+  :class:`~callsafe.model.vocabulary.Disconnect` instead.
+* **Tool-call data after the finish reason is late data** (claux #43, jcode #1326: servers
+  that send fragments after, or a finish reason on, every chunk). The choice ended at its
+  first finish reason, so a call that receives arguments, a name or an id afterwards (or
+  is opened afterwards) has two readings, the text up to the end and the text with the late
+  data (``'{"amount":1'`` then ``"00}"`` is ``1`` or ``100``), and the spec's rule for data
+  after the terminal event applies: the call fails (``CallTerminal(reason="error")`` at the
+  end of stream, however the response ended). Calls that got nothing late read the same
+  either way and keep their verdict. A finish reason, id or name repeated after the end
+  carries nothing new and is not late data.
 * An ``{"error": ...}`` payload (sent mid-stream by several compatible servers) stops every
   open call with ``error`` and ends the response.
 * ``delta.content`` and ``delta.refusal`` are text (item ``text``); ``reasoning_content``
@@ -92,7 +104,9 @@ class ChatParser(Parser):
         self._response_from_wire = False
         self._current: dict[int, CallState] = {}  # index -> the call the index named last
         self._pending_id: dict[int, str] = {}  # index -> an id sent before the call's name
-        self._finish_reason: str | None = None
+        self._finish_reason: str | None = None  # the end's reason: the first, unless a later one stops
+        self._finished_choice = False  # choice 0 sent a finish reason: tool-call data after it is late
+        self._late: set[tuple[str, str, str]] = set()  # calls that received data after the finish reason
         self._ended = False
 
     def _rid(self, chunk_id: str | None) -> str:
@@ -133,9 +147,24 @@ class ChatParser(Parser):
                 self._tool_call(rid, place, need_dict(entry, f"{what}.choices[0].delta.tool_calls[]"))
             reason = opt_str(choice, "finish_reason", f"{what}.choices[0]")
             if reason:
-                self._finish_reason = reason
+                self._finish(reason)
         if not choices and chunk_id:
             self._rid(chunk_id)
+
+    def _finish(self, reason: str) -> None:
+        """Record a finish reason: the first one ends the choice; a later different one
+        replaces it only when it stops the call and the recorded one does not (a ``length``
+        stop is final; see the module docstring)."""
+        self._finished_choice = True
+        if self._finish_reason is None or (
+            FINISH_REASONS.get(self._finish_reason) == "completed"
+            and FINISH_REASONS.get(reason, "error") != "completed"
+        ):
+            self._finish_reason = reason
+
+    def _mark_late(self, state: CallState | None) -> None:
+        if state is not None and self._finished_choice:
+            self._late.add(state.key)
 
     def _tool_call(self, rid: str, place: int, entry: dict[str, Any]) -> None:
         what = "tool_calls[]"
@@ -163,11 +192,13 @@ class ChatParser(Parser):
                 call = self._pending_id.pop(index, None) or f"{rid}#{index}"
                 current = self._open_call(rid, str(index), call, name)
                 self._current[index] = current
+                self._mark_late(current)  # a call opened after the choice ended
             elif name != current.tool:
                 self._open_call(rid, current.item, current.call, name)  # the model fails the call
         if arguments:
             if current is None:
                 raise ProtocolViolation(f"openai-chat: arguments for index {index} before the call's name")
+            self._mark_late(current)
             self._fragment(current, arguments)
 
     def _eos(self) -> None:
@@ -176,7 +207,8 @@ class ChatParser(Parser):
         reason: StopReason = "error"
         if self._finish_reason is not None:
             reason = FINISH_REASONS.get(self._finish_reason, "error")
-        self._stop_open_calls(self._response, reason)
+        for state in self._open_calls(self._response):
+            self._terminal(state, "error" if state.key in self._late else reason)
         self._end_response(self._response, reason)
 
 

@@ -67,6 +67,9 @@ def tool(index: int, call_id: str | None = None, name: str | None = None, args: 
 
 
 def test_chat_finish_reason_on_every_chunk_ends_calls_once_at_the_end() -> None:
+    """A finish reason on every chunk (jcode #1326) ends nothing early and nothing twice; the
+    data that came after the first one is late data (issue 18), so the call fails instead of
+    running ``amount: 100``, a reading the end of the choice does not give."""
     events = parse(
         "openai-chat",
         [
@@ -76,15 +79,48 @@ def test_chat_finish_reason_on_every_chunk_ends_calls_once_at_the_end() -> None:
         ],
     ).events
     terminals = of(CallTerminal, events)
-    assert len(terminals) == 1 and terminals[0].reason == "completed"
+    assert len(terminals) == 1 and terminals[0].reason == "error"
     assert events.index(terminals[0]) > max(events.index(f) for f in of(Fragment, events))
-    assert executed(events) == {"a": {"amount": 100}}
-
-
-def test_chat_the_last_finish_reason_wins() -> None:
-    events = parse("openai-chat", [chunk(tool(0, "a", "pay", "{}"), "tool_calls"), chunk({}, "length")]).events
-    assert [t.reason for t in of(CallTerminal, events)] == ["length"]
     assert executed(events) == {}
+
+
+def test_chat_a_fragment_after_the_finish_reason_is_late_data_and_fails_the_call() -> None:
+    """Issue 18, defect 1: ``'{"to":"bob","amount":1'``, ``finish_reason: tool_calls``, then
+    ``"00}"`` ran ``amount: 100``. Two readings of the call exist (cut at the end, or with
+    the late data), so the call must not run; a call that got nothing late still runs."""
+    late = parse(
+        "openai-chat",
+        [
+            chunk(tool(0, "a", "pay", '{"to":"bob","amount":1')),
+            chunk(tool(1, "b", "pay", '{"to":"eve"}')),
+            chunk({}, "tool_calls"),
+            chunk(tool(0, args="00}")),
+        ],
+    ).events
+    assert {t.call: t.reason for t in of(CallTerminal, late)} == {"a": "error", "b": "completed"}
+    assert executed(late) == {"b": {"to": "eve"}}
+    verdict = verdicts(late)["a"]
+    assert verdict.execute == "must_not" and verdict.state.value == "failed"
+    opened_late = parse("openai-chat", [chunk({}, "tool_calls"), chunk(tool(0, "c", "pay", "{}"))]).events
+    assert executed(opened_late) == {} and [t.reason for t in of(CallTerminal, opened_late)] == ["error"]
+    repeated = parse(  # the finish reason, id and name again, with no data: nothing is late
+        "openai-chat",
+        [chunk(tool(0, "a", "pay", "{}"), "tool_calls"), chunk(tool(0, "a", "pay"), "tool_calls")],
+    ).events
+    assert executed(repeated) == {"a": {}}
+
+
+def test_chat_a_length_stop_is_final() -> None:
+    """Issue 18, defect 2: after ``finish_reason: length`` a later chunk saying
+    ``tool_calls`` won (the last finish reason overrode the stop). A ``length`` stop is
+    final, in either order: ``tool_calls`` then ``length`` is also a stop."""
+    for first, second in (("length", "tool_calls"), ("tool_calls", "length"), ("length", "stop")):
+        events = parse("openai-chat", [chunk(tool(0, "a", "pay", "{}"), first), chunk({}, second)]).events
+        assert [t.reason for t in of(CallTerminal, events)] == ["length"], (first, second)
+        assert of(ResponseTerminal, events)[0].reason == "length"
+        assert executed(events) == {}, (first, second)
+    content_filter = parse("openai-chat", [chunk(tool(0, "a", "pay", "{}"), "content_filter"), chunk({}, "length")])
+    assert [t.reason for t in of(CallTerminal, content_filter.events)] == ["content_filter"]
 
 
 def test_chat_repeated_id_and_name_are_not_concatenated() -> None:

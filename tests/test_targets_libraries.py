@@ -107,6 +107,14 @@ FINDINGS: dict[str, Finding] = {
         "a tool call delta without index (Mistral) makes handle_chunk raise TypeError",
         "openai_chat_missing_index.py",
     ),
+    "OA-CHAT-LATE-DATA": Finding(
+        "openai",
+        "safety",
+        "INV-EXACT-ARGS (late data)",
+        "a fragment after the choice's finish_reason is appended: with a finish_reason on every chunk "
+        "(jcode #1326), '{\"amount\":1' ended, then '00}' runs {'amount': 100} (issue 18)",
+        "openai_chat_late_data_after_finish.py",
+    ),
     "OA-RESP-REPLAYED-DONE": Finding(
         "openai",
         "safety",
@@ -207,6 +215,14 @@ FINDINGS: dict[str, Finding] = {
         "arguments (documented as best-effort): acting on them executes before the call ended",
         "langchain_core_partial_preview.py",
     ),
+    "LC-LATE-DATA": Finding(
+        "langchain-core",
+        "safety",
+        "INV-EXACT-ARGS (late data)",
+        "a fragment after the choice's finish_reason is appended: with a finish_reason on every chunk "
+        "(jcode #1326), '{\"amount\":1' ended, then '00}' runs {'amount': 100} (issue 18)",
+        "langchain_core_late_data_after_finish.py",
+    ),
     "LC-OPENAI-MISSING-INDEX": Finding(
         "langchain-core",
         "surface",
@@ -244,6 +260,14 @@ FINDINGS: dict[str, Finding] = {
         "a name repeated on every chunk is concatenated (paypay)",
         "pydantic_ai_repeated_name.py",
     ),
+    "PA-LATE-DATA": Finding(
+        "pydantic-ai-slim",
+        "safety",
+        "INV-EXACT-ARGS (late data)",
+        "a fragment after the choice's finish_reason is appended: with a finish_reason on every chunk "
+        "(jcode #1326), '{\"amount\":1' ended, then '00}' runs {'amount': 100} (issue 18)",
+        "pydantic_ai_late_data_after_finish.py",
+    ),
     "LL-INDEX-COLLISION": Finding(
         "litellm",
         "safety",
@@ -258,6 +282,14 @@ FINDINGS: dict[str, Finding] = {
         "INV-TERMINAL",
         "stream_chunk_builder reports finish_reason 'stop' for a stream that never carried one",
         "litellm_no_finish_reason.py",
+    ),
+    "LL-LATE-DATA": Finding(
+        "litellm",
+        "safety",
+        "INV-EXACT-ARGS (late data)",
+        "a fragment after the choice's finish_reason is appended: with a finish_reason on every chunk "
+        "(jcode #1326), '{\"amount\":1' ended, then '00}' runs {'amount': 100} (issue 18)",
+        "litellm_late_data_after_finish.py",
     ),
 }
 
@@ -406,7 +438,7 @@ RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
     ("langchain-core:openai-chat:preview", "chat-no-finish-reason"): ("LC-PARTIAL-PREVIEW", _A100),
     ("langchain-core:openai-chat:preview", "chat-finish-every-chunk"): (
         "LC-PARTIAL-PREVIEW",
-        ['INV-EXACT-ARGS: call_a executed pay {"amount":1}'],
+        [_must_not("call_a", "pay", '{"amount":1}')],
     ),
     ("langchain-core:openai-chat:preview", "chat-interleaved"): (
         "LC-PARTIAL-PREVIEW",
@@ -440,6 +472,14 @@ RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
         [_must_not("call_b", "pay", '{"amount":100}')],
     ),
     ("litellm:openai-chat:final", "chat-no-finish-reason"): ("LL-NO-FINISH-REASON", _A100),
+    # data after the finish reason (issue 18): every Chat accumulator appends it
+    ("openai:openai-chat:done_event", "chat-finish-every-chunk"): ("OA-CHAT-LATE-DATA", _A100),
+    ("openai:openai-chat:final", "chat-finish-every-chunk"): ("OA-CHAT-LATE-DATA", _A100),
+    ("openai:openai-chat:done_event+nonstrict", "chat-finish-every-chunk"): ("OA-CHAT-LATE-DATA", _A100),
+    ("langchain-core:openai-chat:final", "chat-finish-every-chunk"): ("LC-LATE-DATA", _A100),
+    ("pydantic-ai-slim:openai-chat:agent", "chat-finish-every-chunk"): ("PA-LATE-DATA", _A100),
+    ("pydantic-ai-slim:openai-chat:parts", "chat-finish-every-chunk"): ("PA-LATE-DATA", _A100),
+    ("litellm:openai-chat:final", "chat-finish-every-chunk"): ("LL-LATE-DATA", _A100),
 }
 
 
