@@ -43,7 +43,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from callsafe import __version__
-from callsafe.certify.harness import KNOWN_GENERATORS, WIRE_GENERATOR, Certification, Counterexample, Options, certify
+from callsafe.certify.harness import (
+    ADVERSITIES_GENERATOR,
+    KNOWN_GENERATORS,
+    WIRE_GENERATOR,
+    Certification,
+    Counterexample,
+    Options,
+    certify,
+)
 from callsafe.certify.wire import ABSTRACT, NotRepresentable, prepare
 from callsafe.model.invariants import INVARIANTS
 from callsafe.model.vocabulary import (
@@ -78,7 +86,10 @@ __all__ = [
 ]
 
 MATRIX_VERSION: Final = 1
-MATRIX_GENERATORS: Final = (WIRE_GENERATOR, *(g for g in KNOWN_GENERATORS if g not in (WIRE_GENERATOR, "traces")))
+MATRIX_GENERATORS: Final = (
+    WIRE_GENERATOR,
+    *(g for g in KNOWN_GENERATORS if g not in (WIRE_GENERATOR, "traces", ADVERSITIES_GENERATOR)),
+)
 STATUS_LABEL: Final = {
     "holds": "holds",
     "violated": "violated",

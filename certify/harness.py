@@ -61,6 +61,7 @@ from callsafe.certify.target_errors import TargetError, error_from_exception
 from callsafe.certify.targets import TargetFactory, TargetInfo, TargetSpecError, describe, resolve_target, spec_of
 from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT, LastResort
 from callsafe.certify.wire import ABSTRACT
+from callsafe.certify.wire_adversities import PROTOCOLS, adversity_sources, adversity_traces
 from callsafe.certify.wire_traces import wire_traces
 from callsafe.contract.target import CAPABILITIES
 from callsafe.formal.abstract import Config
@@ -80,6 +81,7 @@ from callsafe.model.invariants import INVARIANTS
 from callsafe.model.vocabulary import Trace, TraceFormatError
 
 __all__ = [
+    "ADVERSITIES_GENERATOR",
     "BYTE_CAPS",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -123,7 +125,8 @@ BROKEN_KEPT: Final = 20  # broken traces kept in full (the report counts them al
 # (SQLite: about 15 ms a trace), far more than a task's overhead for a fast one.
 PARTITION_SIZE: Final = 256
 WIRE_GENERATOR: Final = "wire"  # wire-shaped traces (callsafe.certify.wire_traces)
-KNOWN_GENERATORS: Final = (*GENERATORS, WIRE_GENERATOR, TRACES_GENERATOR)
+ADVERSITIES_GENERATOR: Final = "wire-adversities"  # mutated streams (callsafe.certify.wire_adversities)
+KNOWN_GENERATORS: Final = (*GENERATORS, WIRE_GENERATOR, TRACES_GENERATOR, ADVERSITIES_GENERATOR)
 
 
 def exhaustive_bound(
@@ -397,7 +400,7 @@ def _plan(
 ) -> tuple[Iterator[Partition], int]:
     """A generator's traces, configured for what the target can take, as partitions of
     ``size`` traces (None: one partition), and how many traces there are."""
-    if name in ("catalog", WIRE_GENERATOR, "synthesis", "coverage", TRACES_GENERATOR):
+    if name in ("catalog", WIRE_GENERATOR, ADVERSITIES_GENERATOR, "synthesis", "coverage", TRACES_GENERATOR):
         if name == "catalog":
             traces: Sequence[Trace] = [s.trace for s in select_scenarios(options.scenarios)]
         elif name == TRACES_GENERATOR:
@@ -405,6 +408,10 @@ def _plan(
             traces = load_trace_folder(Path(options.traces_dir))
         elif name == WIRE_GENERATOR:
             traces = list(wire_traces())
+        elif name == ADVERSITIES_GENERATOR:
+            # an abstract target reads every protocol's streams as events; a wire target its own
+            traces = list(adversity_traces(PROTOCOLS if protocol == ABSTRACT else (protocol,)))
+            stats.info = {"operators": adversity_sources(PROTOCOLS if protocol == ABSTRACT else (protocol,))}
         elif name == "synthesis":
             traces = _synthesised()
             stats.info = {"traces": [f"{t.name}: {t.source}" for t in traces]}

@@ -28,6 +28,7 @@ from callsafe.certify.checking import Checked, Counterexample, Example, run_chec
 from callsafe.certify.judge import Finding
 from callsafe.certify.targets import TargetFactory
 from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT
+from callsafe.certify.wire import WireTrace
 from callsafe.model.vocabulary import Event, Replay, Trace
 
 __all__ = [
@@ -109,7 +110,11 @@ def subtrace(trace: Trace, keep: Sequence[int]) -> Trace:
 
 def minimize_trace(trace: Trace, fails: Callable[[Trace], bool], deadline: float | None = None) -> Trace:
     """The smallest sub-trace of ``trace`` (by :func:`ddmin` over its events) that
-    ``fails``; author verdicts are dropped (they described the whole trace)."""
+    ``fails``; author verdicts are dropped (they described the whole trace). A
+    :class:`~callsafe.certify.wire.WireTrace` is returned whole: its events are what its
+    payloads parse to, so neither can lose a part alone."""
+    if isinstance(trace, WireTrace):
+        return trace
     indices = list(range(len(trace.events)))
     cache: dict[tuple[int, ...], bool] = {}
 

@@ -87,7 +87,9 @@ __all__ = [
     "NotRepresentable",
     "WireDelivery",
     "WirePlan",
+    "WireTrace",
     "not_applicable_reason",
+    "plan_recorded",
     "plan_wire",
     "prepare",
     "relabel",
@@ -377,9 +379,79 @@ def plan_wire(protocol: str, events: Sequence[Event]) -> WirePlan:
     return WirePlan(protocol, deliveries, len(streams))
 
 
+@dataclass(frozen=True)
+class WireTrace(Trace):
+    """An abstract trace read from a recorded or mutated stream, with the stream itself.
+
+    ``events`` are the turn, then what ``protocol``'s parser read from ``payloads`` (ended
+    cleanly after them when ``clean``, else as a dropped connection); ``operator`` names the
+    wire adversity that made the stream (:mod:`callsafe.certify.wire_adversities`), if any.
+    A target that reads ``protocol`` is given the payloads themselves (:func:`plan_recorded`),
+    an abstract target the events, a target of another protocol nothing (not applicable).
+    Minimisation leaves it whole: its events and payloads stand or fall together."""
+
+    protocol: str = ""
+    payloads: tuple[Mapping[str, Any], ...] = ()
+    clean: bool = True
+    operator: str = ""
+
+
+def plan_recorded(trace: WireTrace) -> WirePlan:
+    """The deliveries of a :class:`WireTrace`: each payload goes with the first event it
+    makes the parser report (the payloads before it, which report nothing, are delivered
+    with it, at the previous step, as :func:`plan_wire` does); when one payload makes the
+    parser report several events, it is delivered at the last of them (the others get no
+    payload: nothing on the wire happened between them), and so are the end of the body
+    (or the connection dropping) and the events the end of the stream reports. After a payload the parser
+    refuses, the parse ends as a disconnect, but a library still gets every later payload
+    and the end of the body, as an application's read loop goes on: the disconnect is what
+    the oracle judges, not something the target is told."""
+    events = trace.delivered()
+    parser = registry.get(trace.protocol).new_parser(_turn_of(events), "r1")
+    deliveries: list[WireDelivery] = []
+    read: list[Event] = []
+    pending: list[Mapping[str, Any]] = []
+    broken = False
+    for payload in trace.payloads:
+        pending.append(payload)
+        if broken:
+            continue
+        try:
+            said = parser.feed(copy.deepcopy(dict(payload)))
+        except ProviderError:
+            broken = True
+            continue
+        if said:
+            deliveries.extend(WireDelivery() for _ in said[1:])
+            deliveries.append(WireDelivery(tuple(pending), len(pending) - 1))
+            read.extend(said)
+            pending = []
+    ended = parser.finish(clean=trace.clean and not broken)
+    clean_end = trace.clean
+    if ended:
+        deliveries.extend(WireDelivery() for _ in ended[1:])
+        deliveries.append(WireDelivery(tuple(pending), 0, clean_end, receive=not clean_end))
+        read.extend(ended)
+    elif deliveries:
+        last = deliveries[-1]
+        deliveries[-1] = WireDelivery((*last.payloads, *pending), last.early, clean_end, receive=not clean_end)
+    head = [e for e in events if not isinstance(e, WIRE_EVENTS)]
+    if list(events) != [*head, *read] or any(isinstance(e, WIRE_EVENTS) for e in head):
+        raise NotRepresentable(f"{trace.name or 'a wire trace'}: its events are not what its payloads parse to")
+    return WirePlan(trace.protocol, (*(WireDelivery(receive=True) for _ in head), *deliveries), 1)
+
+
+def _turn_of(events: Sequence[Event]) -> str:
+    return next((e.turn for e in events if isinstance(e, TurnStarted)), "")
+
+
 def prepare(trace: Trace, protocol: str) -> tuple[Trace, WirePlan]:
     """The trace as it runs against a ``protocol`` target (relabelled) and its wire plan.
     Raises :class:`NotRepresentable`."""
+    if isinstance(trace, WireTrace):
+        if trace.protocol != protocol:
+            raise NotRepresentable(f"a {trace.protocol} stream; this target reads {protocol}")
+        return trace, plan_recorded(trace)
     relabelled = relabel(trace, protocol)
     return relabelled, plan_wire(protocol, relabelled.delivered())
 

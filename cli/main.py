@@ -228,7 +228,9 @@ def _default_report_dir(spec: str) -> Path:
     default=None,
     metavar="LIST",
     help="Comma-separated, of catalog,coverage,synthesis,walks,exhaustive (the default: all five), wire "
-    "(provider-shaped traces, for library adapters) and traces (the files of --traces).",
+    "(provider-shaped traces, for library adapters), wire-adversities (mutated provider streams, each operator "
+    "from a public bug report; the expected verdicts from the oracle on what the parser reads) and traces (the "
+    "files of --traces).",
 )
 @click.option(
     "--scenario",

@@ -47,7 +47,9 @@ class ParsedReference:
 
     def receive_wire(self, payload: Mapping[str, Any]) -> None:
         if self.parser is None:
-            self.parser = registry.get(self.protocol).new_parser(self.turn, "fallback")
+            self.parser = registry.get(self.protocol).new_parser(
+                self.turn, "r1"
+            )  # the response id of wire traces whose wire names none
         try:
             events = self.parser.feed(dict(payload))
         except ProviderError:
