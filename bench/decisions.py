@@ -168,7 +168,7 @@ def profile_store(folder: Path, synchronous: str, calls: int = 3) -> StoreProfil
     from the store. Raises when two calls are written differently, or a decision does not
     leave exactly one ledger row (the floor could not mirror them)."""
     events, keys = decision_events(calls)
-    store = SqliteStore(folder / f"profile-{synchronous}.sqlite3", synchronous=synchronous)
+    store = SqliteStore(folder / f"profile-{synchronous}.sqlite3", create=True, synchronous=synchronous)
     try:
         executor = Recorder()
         core, driver = open_driver(store, executor)

@@ -118,7 +118,7 @@ def _sqlite_store(folder: Path, synchronous: str, events: Sequence[Any], keys: S
     @contextmanager
     def prepare() -> Iterator[Work]:
         path = folder / f"store-{uuid.uuid4().hex[:8]}.sqlite3"
-        store = SqliteStore(path, synchronous=synchronous)
+        store = SqliteStore(path, create=True, synchronous=synchronous)
         executor = Recorder()
         try:
             core, driver = open_driver(store, executor)

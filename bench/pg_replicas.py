@@ -82,7 +82,7 @@ def _prepare(job: Job, dsn: str, events: Sequence[Event], rows: Sequence[tuple[A
     if isinstance(job, StoreJob):
         from callsafe.reference_impl.postgres_store import PostgresStore
 
-        store = PostgresStore(dsn, job.namespace)
+        store = PostgresStore(dsn, job.namespace, create=True)
         count = _counting(store)
         executor = Recorder()
         core, driver = open_driver(store, executor)

@@ -677,7 +677,7 @@ def selftest_cmd(budget: float | None, depth: int, seed: int) -> None:
 
 def _register_extensions() -> None:
     """Commands that live in their own modules, so each stays small: the formal side
-    (`prove`, `export`) and, where present, `matrix` and `inspect`."""
+    (`prove`, `export`), `store` and, where present, `matrix` and `inspect`."""
     from importlib import import_module
 
     for module, names in (
@@ -685,6 +685,7 @@ def _register_extensions() -> None:
         ("callsafe.cli.matrix", ("matrix_cmd",)),
         ("callsafe.cli.inspect", ("inspect_cmd",)),
         ("callsafe.cli.scenarios", ("scenarios_cmd",)),
+        ("callsafe.cli.store", ("store_cmd",)),
     ):
         try:
             loaded = import_module(module)

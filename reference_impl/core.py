@@ -276,6 +276,24 @@ class Core:
         self._unknown_outcomes = []
         return effects
 
+    def resync(self, snapshot: Snapshot) -> Sequence[Effect]:
+        """After a store write failed: take the store's word over this core's memory.
+
+        Why: the core decides before the driver writes, so a failed write leaves memory
+        ahead of the store (a call opened, a terminal event seen, a decision taken that
+        the store never got). Everything this core holds is dropped and rebuilt from
+        ``snapshot``, exactly as a restart rebuilds it, and the effects of coming up are
+        returned: calls that were in flight fail (the model's ``restart`` broadcast, a
+        non-dispatching state with a ``retry`` status); nothing is left undecided in memory
+        that the store does not hold too."""
+        for call in self._active.values():
+            call.buffer.drop()
+        self.turns.clear()
+        self._active.clear()
+        self._decided.clear()
+        self._restore(snapshot)  # every other container is replaced from the snapshot
+        return self.start()
+
     def receive(self, event: Event) -> Sequence[Effect]:
         """Apply one input event; the effects to perform, in order.
 

@@ -20,10 +20,25 @@ Why the order matters:
   crash between the two loses the execution rather than repeating it, and leaves a
   claim without an outcome, which ``Store.unknown_outcomes()`` lists and the next
   start of a core logs, so an operator can check the tool's side effect.
+
+Why a failed write is not just raised: the core decides before the driver writes, so
+when the store fails, the core's memory is ahead of the store (an opened call, a terminal
+event, a decision the store never got), and a call could stay undecided in memory or be
+refused at its claim for a row that was never written. So a transient failure (a held
+lock, a timeout, a dropped connection) is retried up to ``retries`` times with a doubling
+delay from ``retry_delay`` s; a failure that stays is raised (a typed
+:class:`~callsafe.reference_impl.errors.StoreError` with its fault) only after the core
+has taken the store's word back (:meth:`Core.resync`): what was in flight fails, as at a
+restart, and its ``retry`` status is shown once that is written. If the store cannot even
+be read, the driver is *stale*: it performs nothing until a later input finds the store
+back and resyncs (that input is refused, with the fault, if the store is still down, and
+refused too when it returns, since it was decided on memory the store never confirmed;
+:meth:`Driver.receive` resyncs first and then applies it).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +46,7 @@ from callsafe.model.vocabulary import (
     AuditRow,
     CallKey,
     ConfirmationRequested,
+    Event,
     LedgerRow,
     LogLine,
     Observation,
@@ -50,7 +66,8 @@ from callsafe.reference_impl.effects import (
     Status,
     ValidateBusiness,
 )
-from callsafe.reference_impl.store import Store
+from callsafe.reference_impl.errors import StoreError, StoreFault
+from callsafe.reference_impl.store import ClaimResult, Store
 
 __all__ = ["Driver"]
 
@@ -75,6 +92,9 @@ class Driver:
         observe: Callable[[Observation], None],
         step: Callable[[], int],
         clock: Callable[[], float],
+        retries: int = 3,
+        retry_delay: float = 0.05,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.core = core
         self.store = store
@@ -83,6 +103,11 @@ class Driver:
         self._observe = observe
         self._step = step
         self._clock = clock
+        self._retries = retries
+        self._retry_delay = retry_delay
+        self._sleep = sleep
+        self._depth = 0  # run() inside run() (a validator's or a claim's answer)
+        self.stale = False  # the store failed and could not be read back: perform nothing
         # Outward effects and questions by exact type: one dict lookup per effect instead
         # of a chain of isinstance checks (the core makes only these types).
         self._performers: dict[type[Effect], Callable[[Any], None]] = {
@@ -96,14 +121,43 @@ class Driver:
             Audit: self._report_audit,
         }
 
+    def receive(self, event: Event) -> None:
+        """Deliver one input: if the store had failed, take its word back first."""
+        if self.stale:
+            self._resync_or_raise()
+        self.run(self.core.receive(event))
+
     def run(self, effects: Sequence[Effect]) -> None:
         """Perform ``effects``: each stretch between two cuts (see the module docstring)
         writes its facts in one transaction, then performs its outward effects in order."""
         if not effects:
             return
+        if self._depth:  # a nested answer: a failure is handled once, at the top
+            self._run(effects)
+            return
+        if self.stale:  # decided on memory the store never confirmed: never performed
+            self._resync_or_raise()
+            raise StoreError(
+                "the store is back; this input was decided before the core took the store's state back and was "
+                "not applied: deliver it again",
+                StoreFault.OTHER,
+            )
+        self._depth = 1
+        try:
+            self._run(effects)
+        except StoreError as exc:
+            self._after_failure(exc)
+            raise
+        finally:
+            self._depth = 0
+
+    def _run(self, effects: Sequence[Effect]) -> None:
         first = effects[0]
         if len(effects) == 1 and isinstance(first, Fact):  # the per-fragment case
-            self.store.apply((first,), self._clock())
+            try:
+                self.store.apply((first,), self._clock())
+            except StoreError as exc:
+                self._retry_apply((first,), exc)
             return
         facts: list[Fact] = []
         told: list[Effect] = []
@@ -121,10 +175,89 @@ class Driver:
                 told.append(effect)
         self._settle(facts, told)
 
+    # -- store failures ------------------------------------------------------------
+
+    def _retry_apply(self, facts: Sequence[Fact], failure: StoreError) -> None:
+        """A write that failed, retried while its fault is transient; the last failure raised.
+        The facts are idempotent (their rows are keyed; a retried ledger row after an
+        answer lost in a COMMIT is a duplicate line, never a second decision)."""
+        delay = self._retry_delay
+        for _ in range(self._retries):
+            if not failure.transient:
+                break
+            self._sleep(delay)
+            delay *= 2
+            try:
+                self.store.apply(facts, self._clock())
+                return
+            except StoreError as exc:
+                failure = exc
+        raise failure
+
+    def _write(self, facts: Sequence[Fact]) -> None:
+        try:
+            self.store.apply(facts, self._clock())
+        except StoreError as exc:
+            self._retry_apply(facts, exc)
+
+    def _claim_with_retries(self, effect: Claim) -> ClaimResult:
+        try:
+            return self.store.claim(effect.key, effect.tool, effect.entry, self._clock())
+        except StoreError as exc:
+            failure = exc
+        delay = self._retry_delay
+        for _ in range(self._retries):
+            if not failure.transient:
+                break
+            self._sleep(delay)
+            delay *= 2
+            try:
+                result = self.store.claim(effect.key, effect.tool, effect.entry, self._clock())
+            except StoreError as exc:
+                failure = exc
+                continue
+            if result is ClaimResult.TAKEN:
+                # the failed attempt may have committed before its answer was lost: this
+                # replica did not run it, and the store lists it as a claim without outcome
+                self._observe(LogLine(self._step(), f"{effect.key}: claim answer lost ({failure.fault}); not run here"))
+            return result
+        raise failure
+
+    def _after_failure(self, failure: StoreError) -> None:
+        """The core takes the store's word back (see the module docstring)."""
+        self._observe(LogLine(self._step(), f"store failed ({failure.fault}): the core takes the store's state back"))
+        try:
+            self._resync()
+        except StoreError:
+            self.stale = True
+
+    def _resync(self) -> None:
+        snapshot = self.store.load()  # may raise: then nothing was changed
+        effects = self.core.resync(snapshot)
+        self.stale = False
+        self._depth += 1
+        try:
+            if effects:
+                self._run(effects)
+        except StoreError:
+            # the restart's own decisions (in-flight calls failed) could not be written:
+            # memory says failed, the store still says in flight; take its word again later
+            self.stale = True
+        finally:
+            self._depth -= 1
+
+    def _resync_or_raise(self) -> None:
+        try:
+            self._resync()
+        except StoreError as exc:
+            raise StoreError(f"the store is still failing: {exc}", exc.fault) from exc
+        if self.stale:
+            raise StoreError("the store is still failing: the restart's decisions could not be written")
+
     def _settle(self, facts: list[Fact], told: list[Effect]) -> None:
         """One stretch: its facts in one transaction, then what it tells the world."""
         if facts:
-            self.store.apply(facts, self._clock())
+            self._write(facts)
         for effect in told:
             self._perform(effect)
 
@@ -165,11 +298,11 @@ class Driver:
         self.run(self.core.business_result(effect.key, problem))
 
     def _claim(self, effect: Claim) -> None:
-        result = self.store.claim(effect.key, effect.tool, effect.entry, self._clock())
+        result = self._claim_with_retries(effect)
         self.run(self.core.claim_result(effect.key, result))
 
     def _dispatch(self, effect: Dispatch) -> None:
-        self.store.apply((self._execute(effect),), self._clock())
+        self._write((self._execute(effect),))
 
     def _request_confirmation(self, effect: RequestConfirmation) -> None:
         self._observe(ConfirmationRequested(self._step(), effect.key, effect.tool))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["AssemblerError", "ModelDriftError", "StoreError", "UnsupportedEvent"]
+from enum import StrEnum
+
+__all__ = ["AssemblerError", "ModelDriftError", "StoreError", "StoreFault", "StoreLost", "UnsupportedEvent"]
 
 
 class AssemblerError(Exception):
@@ -18,5 +20,46 @@ class ModelDriftError(AssemblerError):
     terminal state with a way out). Raised rather than guessed: the model is the spec."""
 
 
+class StoreFault(StrEnum):
+    """Why a store failed, in the words an operator acts on (never a driver's class name).
+
+    ``LOCKED``, ``TIMEOUT`` and ``CONNECTION_LOST`` are transient: the driver retries them
+    within a bound. The lost-store faults (``MISSING`` .. ``NO_WITNESS``) are raised only
+    when a store is opened, by :class:`StoreLost`."""
+
+    DISK_FULL = "disk full"
+    PERMISSION = "permission denied"
+    LOCKED = "locked"
+    TIMEOUT = "timed out"
+    CORRUPT = "corrupt"
+    CONNECTION_LOST = "connection lost"
+    VALUE = "value cannot be stored"
+    WITNESS = "witness not written"
+    MISSING = "missing"
+    EMPTY = "empty"
+    BEHIND = "history behind its witness"
+    MISMATCH = "another store"
+    NO_WITNESS = "witness missing"
+    OTHER = "failed"
+
+
+TRANSIENT_FAULTS = frozenset({StoreFault.LOCKED, StoreFault.TIMEOUT, StoreFault.CONNECTION_LOST})
+
+
 class StoreError(AssemblerError):
-    """The durable store failed or holds something it cannot read."""
+    """The durable store failed or holds something it cannot read; ``fault`` says why."""
+
+    def __init__(self, message: str, fault: StoreFault = StoreFault.OTHER) -> None:
+        super().__init__(message)
+        self.fault = fault
+
+    @property
+    def transient(self) -> bool:
+        """Worth retrying: a lock, a timeout or a dropped connection may clear."""
+        return self.fault in TRANSIENT_FAULTS
+
+
+class StoreLost(StoreError):
+    """A store that should hold decisions does not (missing, empty, behind its witness,
+    or another store's file): refused at open, never recreated as new. The message says
+    what to check; creating a store is explicit (``callsafe store init PATH``)."""

@@ -11,34 +11,55 @@ same namespace; without one, a fresh schema is created and dropped again by
 :meth:`PostgresStore.drop` (what a test run wants). Transactions that die on a deadlock
 or a serialization failure (two replicas writing the same rows in another order) are
 retried; their facts are idempotent.
+
+Why it reconnects: a server restart or a dropped connection used to leave the store dead
+until the process restarted. A broken connection is now replaced on the next use, with a
+bounded exponential backoff (``reconnect_attempts`` tries, from ``reconnect_delay`` s,
+doubling, at most 2 s apart); meanwhile every call raises a typed
+:class:`~callsafe.reference_impl.errors.StoreError` whose fault is ``connection lost``.
+Why the timeouts: without ``lock_timeout`` a row lock held by another session (an
+operator's open transaction, a stuck replica) blocks the driver for as long as it is
+held. Unless the DSN sets them (``options=-c lock_timeout=..``), each connection gets
+``lock_timeout`` 5 s, ``statement_timeout`` 30 s and ``connect_timeout`` 5 s.
+
+Creating is explicit as for SQLite: a named ``namespace`` whose schema does not exist is
+refused unless ``create=True`` (first start); without a namespace the store is a fresh
+throwaway schema.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from callsafe.reference_impl.effects import Fact, LedgerEntry
-from callsafe.reference_impl.errors import StoreError
+from callsafe.reference_impl.errors import StoreError, StoreFault
 from callsafe.reference_impl.sql_store import TABLES, SqlStore
 from callsafe.reference_impl.store import ClaimResult
+from callsafe.reference_impl.witness import Witness
 
 try:  # psycopg is an optional dependency (the "postgres" extra)
     import psycopg
     from psycopg import errors as pg_errors
+    from psycopg.conninfo import conninfo_to_dict
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
     pg_errors = None  # type: ignore[assignment]
 
-__all__ = ["PostgresStore"]
+__all__ = ["DEFAULT_TIMEOUTS", "PostgresStore", "pg_fault", "with_timeouts"]
 
 _ID = "id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
 _NAMESPACE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _RETRIES = 8
+# Server settings every connection gets unless its DSN's ``options`` names them.
+DEFAULT_TIMEOUTS = {"lock_timeout": "5s", "statement_timeout": "30s"}
+_CONNECTION_STATES = ("08", "57P01", "57P02", "57P03")  # connection exception, shutdowns
 
 
 def _pg(sql: str) -> str:
@@ -46,34 +67,134 @@ def _pg(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
+def with_timeouts(dsn: str) -> dict[str, Any]:
+    """The connection parameters of ``dsn``, with the default timeouts it does not set."""
+    params: dict[str, Any] = conninfo_to_dict(dsn)
+    options = str(params.get("options") or "")
+    extra = [f"-c {name}={value}" for name, value in DEFAULT_TIMEOUTS.items() if name not in options]
+    if extra:
+        params["options"] = " ".join([options, *extra]).strip()
+    params.setdefault("connect_timeout", "5")
+    return params
+
+
+def pg_fault(exc: BaseException) -> StoreFault:
+    """What a psycopg error means to an operator (its SQLSTATE, or its class)."""
+    state = str(getattr(exc, "sqlstate", None) or "")
+    if state == "53100":
+        return StoreFault.DISK_FULL
+    if state == "42501" or state.startswith("28"):
+        return StoreFault.PERMISSION
+    if state in ("55P03", "40P01", "40001"):
+        return StoreFault.LOCKED
+    if state == "57014":
+        return StoreFault.TIMEOUT
+    if state in ("XX001", "XX002"):
+        return StoreFault.CORRUPT
+    if state.startswith(_CONNECTION_STATES) or (not state and isinstance(exc, psycopg.OperationalError)):
+        return StoreFault.CONNECTION_LOST
+    if isinstance(exc, psycopg.DataError):
+        return StoreFault.VALUE
+    return StoreFault.OTHER
+
+
 class PostgresStore(SqlStore):
     """The store in one schema of a PostgreSQL database."""
 
-    def __init__(self, dsn: str, namespace: str | None = None) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        namespace: str | None = None,
+        *,
+        create: bool = False,
+        witness: str | Path | None = None,
+        reconnect_attempts: int = 6,
+        reconnect_delay: float = 0.1,
+    ) -> None:
         if psycopg is None:
             raise StoreError("PostgresStore needs psycopg 3: pip install 'psycopg[binary]'")
+        throwaway = namespace is None
         self.namespace = namespace or f"callsafe_{uuid.uuid4().hex[:16]}"
         if not _NAMESPACE.match(self.namespace):
             raise StoreError("a namespace is a lower-case SQL identifier")
         self.dsn = dsn
         self._lock = threading.RLock()
         self._sql: dict[str, str] = {}
+        self._closed = False
+        self._depth = 0  # open transactions (the connection is never replaced inside one)
+        self._attempts = max(1, reconnect_attempts)
+        self._delay = reconnect_delay
         try:
-            self._conn = psycopg.connect(dsn, autocommit=True)
+            self._params = with_timeouts(dsn)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+            raise StoreError(f"not a PostgreSQL DSN: {exc}", StoreFault.OTHER) from exc
+        self._conn = self._connect()
+        where = f"schema {self.namespace}"
         try:
             with self._conn.transaction():
                 # replicas may create the schema at the same moment: serialise on a lock
                 self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.namespace,))
-                self._conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.namespace}"')
-                self._conn.execute(f'SET search_path TO "{self.namespace}"')
-                for ddl in TABLES:
-                    self._conn.execute(ddl.format(id=_ID))
-            self._conn.execute(f'SET search_path TO "{self.namespace}"')
+                found = self._conn.execute(
+                    "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = 'turns'",
+                    (self.namespace,),
+                ).fetchone()
+                fresh = found is None
+                if not fresh or create or throwaway:
+                    self._conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.namespace}"')
+                    self._conn.execute(f'SET LOCAL search_path TO "{self.namespace}"')
+                    for ddl in TABLES:
+                        self._conn.execute(ddl.format(id=_ID))
+                    if fresh:
+                        self._new_identity()
         except psycopg.Error as exc:
             self._conn.close()
-            raise StoreError(f"cannot prepare schema {self.namespace}: {exc}") from exc
+            raise self._error(f"cannot prepare {where}", exc) from exc
+        try:
+            guard = Witness(witness) if witness is not None else None
+            if fresh and not (create or throwaway):
+                self._check_history(guard, fresh=True, create=False, where=where)
+            self._check_history(guard, fresh=False, create=create or throwaway, where=where)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- the connection ------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        """A connection with this store's search path, or the typed error."""
+        try:
+            conn = psycopg.connect(**self._params, autocommit=True)
+        except psycopg.Error as exc:
+            raise self._error("cannot connect to PostgreSQL", exc) from exc
+        try:
+            conn.execute(f'SET search_path TO "{self.namespace}"')
+        except psycopg.Error as exc:
+            conn.close()
+            raise self._error("cannot connect to PostgreSQL", exc) from exc
+        return conn
+
+    def _ensure(self) -> None:
+        """Replace a broken connection (the server restarted, or dropped it), retrying
+        with a bounded backoff; the last failure is raised, typed."""
+        if not (self._conn.closed or self._conn.broken):
+            return
+        if self._closed:
+            raise StoreError(f"the store of schema {self.namespace} is closed", StoreFault.OTHER)
+        delay = self._delay
+        for attempt in range(self._attempts):
+            try:
+                self._conn = self._connect()
+                return
+            except StoreError:
+                if attempt == self._attempts - 1:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    @staticmethod
+    def _error(what: str, exc: BaseException) -> StoreError:
+        fault = pg_fault(exc)
+        return StoreError(f"{what}: {fault.value}: {type(exc).__name__}: {exc}", fault)
 
     def _statement(self, sql: str) -> str:
         out = self._sql.get(sql)
@@ -84,27 +205,37 @@ class PostgresStore(SqlStore):
     @contextmanager
     def _transaction(self, facts: Sequence[Fact] | None = None) -> Iterator[None]:
         with self._lock:
+            self._ensure()
+            self._depth += 1
             try:
                 with self._conn.transaction():
                     yield
             except psycopg.Error as exc:
-                raise StoreError(f"transaction failed: {type(exc).__name__}: {exc}") from exc
+                raise self._error("transaction failed", exc) from exc
             except (UnicodeError, OverflowError) as exc:
                 # an identifier PostgreSQL cannot store (a lone surrogate from a hostile
                 # stream): rolled back, and the store's typed error, without the value
-                raise StoreError(f"transaction failed: a value cannot be stored ({type(exc).__name__})") from None
+                raise StoreError(
+                    f"transaction failed: a value cannot be stored ({type(exc).__name__})", StoreFault.VALUE
+                ) from None
+            finally:
+                self._depth -= 1
 
     @contextmanager
     def _read_snapshot(self) -> Iterator[None]:
         """REPEATABLE READ, read only: every query sees the snapshot of the first one (a
         read-only transaction never fails to serialise, so there is nothing to retry)."""
         with self._lock:
+            self._ensure()
+            self._depth += 1
             try:
                 with self._conn.transaction():
                     self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     yield
             except psycopg.Error as exc:
-                raise StoreError(f"read transaction failed: {type(exc).__name__}: {exc}") from exc
+                raise self._error("read transaction failed", exc) from exc
+            finally:
+                self._depth -= 1
 
     def _retrying(self, work: Any) -> Any:
         for attempt in range(_RETRIES):
@@ -130,22 +261,28 @@ class PostgresStore(SqlStore):
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
+            if not self._depth:  # never swap the connection under an open transaction
+                self._ensure()
             try:
                 cur = self._conn.execute(self._statement(sql), tuple(params))
                 return list(cur.fetchall())
             except psycopg.Error as exc:
-                raise StoreError(f"query failed: {exc}") from exc
+                raise self._error("query failed", exc) from exc
             except (UnicodeError, OverflowError) as exc:
-                raise StoreError(f"query failed: a value cannot be read or written ({type(exc).__name__})") from None
+                raise StoreError(
+                    f"query failed: a value cannot be read or written ({type(exc).__name__})", StoreFault.VALUE
+                ) from None
 
     def drop(self) -> None:
         """Remove this store's schema and everything in it."""
         with self._lock:
+            self._ensure()
             try:
                 self._conn.execute(f'DROP SCHEMA IF EXISTS "{self.namespace}" CASCADE')
             except psycopg.Error as exc:
-                raise StoreError(f"cannot drop schema {self.namespace}: {exc}") from exc
+                raise self._error(f"cannot drop schema {self.namespace}", exc) from exc
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True  # closed on purpose: never reconnected
             self._conn.close()

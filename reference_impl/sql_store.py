@@ -19,6 +19,7 @@ no longer ``collecting``. The ledger row is written in the same transaction.
 from __future__ import annotations
 
 import json
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -44,10 +45,11 @@ from callsafe.reference_impl.effects import (
     RecordTerminalId,
     SetTurnStatus,
 )
-from callsafe.reference_impl.errors import StoreError
+from callsafe.reference_impl.errors import StoreError, StoreFault, StoreLost
 from callsafe.reference_impl.store import CallRow, ClaimResult, Snapshot, TurnRow
+from callsafe.reference_impl.witness import Witness
 
-__all__ = ["SqlStore"]
+__all__ = ["DATA_TABLES", "SqlStore"]
 
 _TERMINAL_SQL: Final = "('dispatched', 'cancelled', 'failed')"
 _KEY_WHERE: Final = "turn_id = ? AND response_id = ? AND item_id = ? AND call_id = ?"
@@ -86,6 +88,22 @@ TABLES: Final = (
         turn_id TEXT NOT NULL, response_id TEXT NOT NULL, item_id TEXT NOT NULL, call_id TEXT NOT NULL,
         tenant TEXT NOT NULL, outcome TEXT NOT NULL, at DOUBLE PRECISION,
         PRIMARY KEY (turn_id, response_id, item_id, call_id))""",
+    # Which store this is (``store_id``), written once when the store is created: what
+    # its witness (:mod:`callsafe.reference_impl.witness`) is compared with at open.
+    """CREATE TABLE IF NOT EXISTS store_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+)
+DATA_TABLES: Final = (
+    "turns",
+    "current_turns",
+    "calls",
+    "terminal_ids",
+    "ended_responses",
+    "quarantined",
+    "disabled_tools",
+    "tenant_stops",
+    "ledger",
+    "audit",
+    "outcomes",
 )
 
 _INSERT_TURN: Final = (
@@ -144,6 +162,9 @@ CLAIM: Final = (
     "AND NOT EXISTS (SELECT 1 FROM disabled_tools d WHERE d.tool = ?)"
 )
 _CALL_STATE: Final = f"SELECT state FROM calls WHERE {_KEY_WHERE}"
+_HIGH_WATER: Final = "SELECT coalesce(max(id), 0) FROM ledger"
+_STORE_ID: Final = "SELECT value FROM store_meta WHERE name = 'store_id'"
+_SET_STORE_ID: Final = "INSERT INTO store_meta (name, value) VALUES ('store_id', ?) ON CONFLICT DO NOTHING"
 
 
 def _key(key: CallKey) -> tuple[str, str, str, str]:
@@ -229,10 +250,123 @@ class SqlStore(ABC):
 
     # -- writing -----------------------------------------------------------------
 
+    # The witness and this store's identity; a subclass sets them when it opens the store
+    # (:meth:`_check_history`). No witness: loss is detected only as far as the database
+    # itself shows it (missing, empty, another store's identity).
+    _witness: Witness | None = None
+    store_id: str = ""
+
     def apply(self, facts: Sequence[Fact], at: float) -> None:
+        mark = 0
         with self._transaction(facts):
             for fact in facts if len(facts) < 2 else sorted(facts, key=_lock_order):
                 self._apply_one(fact, at)
+            if self._witness is not None and any(isinstance(f, RecordDecision) for f in facts):
+                mark = self._high_water()
+        if mark:
+            self._witness_advance(mark)
+
+    def _check_history(self, witness: Witness | None, *, fresh: bool, create: bool, where: str) -> None:
+        """Refuse a store that lost what it decided; create one only when asked to.
+
+        ``fresh``: the database holds no tables (a missing, 0-byte or never-written file, a
+        schema that does not exist). Called with the tables in place (the subclass ran
+        its DDL); writes the identity on creation and the witness whenever it is behind."""
+        record = witness.read() if witness is not None else None
+        named = f" (witness {witness.path})" if witness is not None else ""
+        if fresh and record is not None:
+            raise StoreLost(
+                f"{where} holds no store, but its witness {witness.path if witness else ''} says store "
+                f"{record.store_id} committed decisions up to ledger row {record.high_water}: the database was "
+                "deleted, truncated or replaced, or this is the wrong path. Restore the database (with its -wal "
+                "file, if any) from a backup, or point to the right one; a new store would run every call again",
+                StoreFault.MISSING,
+            )
+        if fresh and not create:
+            raise StoreLost(
+                f"no store at {where} (missing or empty): check the path (a store that existed must never be "
+                "recreated), or create "
+                f"one explicitly with `callsafe store init {where}`",
+                StoreFault.MISSING,
+            )
+        ident = None if fresh else self._stored_id()
+        if ident is None and not fresh:
+            if record is not None:
+                raise StoreLost(
+                    f"{where} has no store identity but its witness{named} names store {record.store_id}: the "
+                    "database was replaced by another file; restore the right one",
+                    StoreFault.MISMATCH,
+                )
+            if not create and not self._holds_rows():
+                raise StoreLost(
+                    f"the store at {where} is empty: check the path, or create it explicitly with "
+                    f"`callsafe store init {where}`",
+                    StoreFault.EMPTY,
+                )
+        had_identity = ident is not None
+        if ident is None:  # a store written before identities: adopted
+            with self._transaction():
+                self._new_identity()
+            ident = self._stored_id()
+            if ident is None:  # pragma: no cover - just written
+                raise StoreError(f"cannot record the identity of the store at {where}", StoreFault.OTHER)
+        high_water = self._high_water()
+        if record is not None:
+            if record.store_id != ident:
+                raise StoreLost(
+                    f"{where} is store {ident} but its witness{named} names store {record.store_id}: the database "
+                    "was replaced by another store's file, or the witness belongs to another deployment",
+                    StoreFault.MISMATCH,
+                )
+            if high_water < record.high_water:
+                raise StoreLost(
+                    f"the store at {where} is behind what it decided: its ledger ends at row {high_water}, its "
+                    f"witness{named} saw row {record.high_water} committed. Committed decisions were lost (a "
+                    "deleted, truncated or damaged -wal file, an older copy restored, a copy taken while the "
+                    "process ran); restore the database with its -wal from a backup. Opening it would run "
+                    "decided calls again",
+                    StoreFault.BEHIND,
+                )
+        elif witness is not None and had_identity and not create:
+            raise StoreLost(
+                f"the store at {where} (store {ident}, ledger up to row {high_water}) has no witness at "
+                f"{witness.path}: if the witness was moved, restore it; if the database is known to be complete, "
+                f"write a new witness with `callsafe store init {where}`",
+                StoreFault.NO_WITNESS,
+            )
+        self.store_id = ident
+        self._witness = witness
+        if witness is not None:
+            witness.advance(ident, high_water)
+
+    def _new_identity(self) -> None:
+        """Give a store without one its identity (inside the creating transaction, so two
+        processes creating one store at once end up with the first one's)."""
+        self._execute(_SET_STORE_ID, (uuid.uuid4().hex,))
+
+    @property
+    def high_water(self) -> int:
+        """The store's high-water mark (see :meth:`_high_water`)."""
+        return self._high_water()
+
+    def _stored_id(self) -> str | None:
+        rows = self._query(_STORE_ID)
+        return str(rows[0][0]) if rows else None
+
+    def _holds_rows(self) -> bool:
+        return any(self._query(f"SELECT 1 FROM {table} LIMIT 1") for table in DATA_TABLES)
+
+    def _high_water(self) -> int:
+        """The highest ledger row id: every decision and every claim writes a ledger row,
+        and ledger rows are never deleted, so a database whose ledger ends lower than a
+        mark it once reached has lost committed decisions."""
+        return int(self._query(_HIGH_WATER)[0][0])
+
+    def _witness_advance(self, mark: int) -> None:
+        """After the commit, before anyone acts on it: the decision's mark on the witness.
+        Its failure is this store's typed error; the decision itself is committed."""
+        if self._witness is not None:
+            self._witness.advance(self.store_id, mark)
 
     def _apply_one(self, fact: Fact, at: float) -> None:
         ex = self._execute
@@ -274,11 +408,19 @@ class SqlStore(ABC):
             raise StoreError(f"unknown fact {type(fact).__name__}")
 
     def claim(self, key: CallKey, tool: str, entry: LedgerEntry, at: float) -> ClaimResult:
+        rows: list[tuple[Any, ...]] = []
+        mark = 0
         with self._transaction():
-            if self._execute(CLAIM, (*_key(key), tool)) == 1:
+            claimed = self._execute(CLAIM, (*_key(key), tool)) == 1
+            if claimed:
                 self._execute(_LEDGER, _ledger_params(entry, "dispatched", at))
-                return ClaimResult.CLAIMED
-            rows = self._query(_CALL_STATE, _key(key))
+                mark = self._high_water() if self._witness is not None else 0
+            else:
+                rows = self._query(_CALL_STATE, _key(key))
+        if claimed:
+            if mark:  # durable before the executor runs: a lost claim is then seen at open
+                self._witness_advance(mark)
+            return ClaimResult.CLAIMED
         if rows and rows[0][0] == State.DISPATCHED.value:
             return ClaimResult.TAKEN
         return ClaimResult.BLOCKED

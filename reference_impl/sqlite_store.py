@@ -16,16 +16,27 @@ Why these settings:
   development VM: NORMAL about 20 us a commit, FULL about 4 ms (one fsync).
 * ``"full"``: every commit FULL; ``"normal"``: every commit NORMAL (process crashes
   only; for benchmarks and throwaway stores).
+
+Why a store is never created by opening it: a missing, truncated or replaced file would
+otherwise start as a new, empty store and run every call again. ``create=True`` (first
+start, or ``callsafe store init PATH``) creates one; otherwise the file must exist and
+hold a store. At open the store runs ``PRAGMA quick_check`` (``check="full"``:
+``integrity_check``) and compares its identity and ledger high-water mark with its
+witness (:mod:`callsafe.reference_impl.witness`; by default ``PATH.witness`` beside the
+database, or ``witness=`` elsewhere; ``witness=False`` keeps none). Every failure is a
+:class:`~callsafe.reference_impl.errors.StoreError` whose ``fault`` names the cause.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from callsafe.reference_impl.effects import (
     EndResponse,
@@ -36,15 +47,42 @@ from callsafe.reference_impl.effects import (
     RecordTenantStop,
     SetTurnStatus,
 )
-from callsafe.reference_impl.errors import StoreError
+from callsafe.reference_impl.errors import StoreError, StoreFault
 from callsafe.reference_impl.sql_store import TABLES, SqlStore
+from callsafe.reference_impl.witness import Witness
 
-__all__ = ["SqliteStore"]
+__all__ = ["SqliteStore", "sqlite_fault"]
 
 _ID = "id INTEGER PRIMARY KEY"
 # Facts that stop something: they must survive a power cut before anyone acts on them.
 _STOPPING_FACTS = (SetTurnStatus, EndResponse, RecordQuarantine, RecordDisabledTool, RecordTenantStop)
 _SYNC_MODES = ("adaptive", "full", "normal")
+_CHECKS = {"quick": "PRAGMA quick_check", "full": "PRAGMA integrity_check", "none": ""}
+# SQLite's primary result codes (the low byte of ``sqlite_errorcode``) -> the fault
+_FAULTS = {
+    3: StoreFault.PERMISSION,  # SQLITE_PERM
+    5: StoreFault.LOCKED,  # SQLITE_BUSY: another connection holds the write lock
+    6: StoreFault.LOCKED,  # SQLITE_LOCKED
+    8: StoreFault.PERMISSION,  # SQLITE_READONLY: a file or folder it may not write
+    11: StoreFault.CORRUPT,  # SQLITE_CORRUPT
+    13: StoreFault.DISK_FULL,  # SQLITE_FULL (ENOSPC)
+    14: StoreFault.PERMISSION,  # SQLITE_CANTOPEN: missing folder or no access
+    23: StoreFault.PERMISSION,  # SQLITE_AUTH
+    26: StoreFault.CORRUPT,  # SQLITE_NOTADB
+}
+
+
+def sqlite_fault(exc: BaseException) -> StoreFault:
+    """What a ``sqlite3`` error means to an operator."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return _FAULTS.get(code & 0xFF, StoreFault.OTHER)
+    return StoreFault.OTHER
+
+
+def _error(what: str, exc: sqlite3.Error) -> StoreError:
+    fault = sqlite_fault(exc)
+    return StoreError(f"{what}: {fault.value}: {exc}", fault)
 
 
 def _must_sync(facts: Sequence[Fact]) -> bool:
@@ -57,30 +95,88 @@ def _must_sync(facts: Sequence[Fact]) -> bool:
 
 
 class SqliteStore(SqlStore):
-    """The store in one SQLite file (``path``); ``":memory:"`` for a throwaway one."""
+    """The store in one SQLite file (``path``); ``":memory:"`` for a throwaway one.
 
-    def __init__(self, path: str | Path, *, synchronous: str = "adaptive", busy_timeout_ms: int = 10_000) -> None:
+    ``create``: make the store if ``path`` holds none (first start); otherwise a missing
+    or empty file is refused. ``witness``: True for ``PATH.witness``, a path for one kept
+    apart (another folder or volume detects the loss of the database's whole folder),
+    False for none. ``check``: the integrity check at open (``quick``, ``full``, ``none``)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        create: bool = False,
+        witness: bool | str | Path = True,
+        check: str = "quick",
+        synchronous: str = "adaptive",
+        busy_timeout_ms: int = 10_000,
+    ) -> None:
         if synchronous not in _SYNC_MODES:
             raise StoreError(f"synchronous must be one of {_SYNC_MODES}")
+        if check not in _CHECKS:
+            raise StoreError(f"check must be one of {tuple(_CHECKS)}")
         self.path = str(path)
         self._policy = synchronous
         self._lock = threading.RLock()
+        memory = self.path == ":memory:"
+        guard: Witness | None = None
+        if not memory and witness is not False:
+            guard = Witness(self.path + ".witness" if witness is True else Path(witness))
+        if not memory and not os.path.exists(self.path) and (not create or (guard and guard.read())):
+            # nothing there, and no creating it: the witness's word on what was lost, or "no store"
+            self._check_history(guard, fresh=True, create=False, where=self.path)
         try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            # mode=rw never creates the file: only ``create`` makes a store where there is none
+            target = self.path if memory else f"file:{quote(os.path.abspath(self.path))}?mode=rw{'c' if create else ''}"
+            self._conn = sqlite3.connect(target, uri=not memory, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise _error(f"cannot open the SQLite store {self.path}", exc) from exc
+        try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            fresh = not self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if not fresh and _CHECKS[check]:
+                problems = [str(r[0]) for r in self._conn.execute(_CHECKS[check]).fetchall()]
+                if problems != ["ok"]:
+                    raise StoreError(
+                        f"the SQLite store {self.path} is corrupt ({'; '.join(problems[:3])}): restore it from a "
+                        "backup; it was not opened",
+                        StoreFault.CORRUPT,
+                    )
+            if fresh and not memory and (not create or (guard is not None and guard.read() is not None)):
+                self._check_history(guard, fresh=True, create=create, where=self.path)
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._sync = ""
             self._set_sync("FULL")
             with self._transaction():
+                # again, under the write lock: another process may have created it meanwhile
+                fresh = not self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
                 for ddl in TABLES:
                     self._conn.execute(ddl.format(id=_ID))
+                if fresh:
+                    self._new_identity()
+            self._check_history(guard, fresh=False, create=create or memory, where=self.path)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the SQLite store: {exc}") from exc
+            self._conn.close()
+            raise _error(f"cannot open the SQLite store {self.path}", exc) from exc
+        except BaseException:
+            self._conn.close()
+            raise
 
     def _set_sync(self, mode: str) -> None:
         if mode != self._sync:
             self._conn.execute(f"PRAGMA synchronous = {mode}")
             self._sync = mode
+
+    def _rollback(self) -> None:
+        """Roll back whatever is open. A failed COMMIT may already have rolled back (SQLite
+        does on a full disk); the "no transaction is active" that a second ROLLBACK raises
+        must not hide the cause the caller is about to raise."""
+        try:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
     @contextmanager
     def _transaction(self, facts: Sequence[Fact] | None = None) -> Iterator[None]:
@@ -92,17 +188,17 @@ class SqliteStore(SqlStore):
                 self._set_sync("FULL" if full else "NORMAL")
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot begin a transaction: {exc}") from exc
+                raise _error("cannot begin a transaction", exc) from exc
             try:
                 yield
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
             try:
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                self._conn.execute("ROLLBACK")
-                raise StoreError(f"commit failed: {exc}") from exc
+                self._rollback()
+                raise _error("commit failed", exc) from exc
 
     @contextmanager
     def _read_snapshot(self) -> Iterator[None]:
@@ -112,31 +208,41 @@ class SqliteStore(SqlStore):
             try:
                 self._conn.execute("BEGIN DEFERRED")
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot begin a read transaction: {exc}") from exc
+                raise _error("cannot begin a read transaction", exc) from exc
             try:
                 yield
-            finally:
+            except BaseException:
+                self._rollback()  # the read's own error is the one to raise
+                raise
+            try:
                 self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise _error("cannot end a read transaction", exc) from exc
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         try:
             return self._conn.execute(sql, tuple(params)).rowcount
         except sqlite3.Error as exc:
-            raise StoreError(f"statement failed: {exc}") from exc
+            raise _error("statement failed", exc) from exc
         except (UnicodeError, OverflowError) as exc:
             # an identifier SQLite cannot store (a lone surrogate from a hostile stream):
             # the transaction rolls back, and the caller gets the store's typed error,
             # naming the kind of problem but not the value
-            raise StoreError(f"statement failed: a value cannot be stored ({type(exc).__name__})") from None
+            raise StoreError(
+                f"statement failed: a value cannot be stored ({type(exc).__name__})", StoreFault.VALUE
+            ) from None
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
                 return list(self._conn.execute(sql, tuple(params)).fetchall())
             except sqlite3.Error as exc:
-                raise StoreError(f"query failed: {exc}") from exc
+                raise _error("query failed", exc) from exc
             except (UnicodeError, OverflowError) as exc:
-                raise StoreError(f"query failed: a value cannot be read or written ({type(exc).__name__})") from None
+                raise StoreError(
+                    f"query failed: a value cannot be read or written ({type(exc).__name__})", StoreFault.VALUE
+                ) from None
 
     def close(self) -> None:
         with self._lock:

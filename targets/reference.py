@@ -13,14 +13,18 @@ over one of three stores:
 
 ``restart()`` does what a process restart does: the core and every buffer are dropped,
 the store is closed and opened again, and a new core starts from what the store holds
-(calls that were in flight fail; nothing terminal becomes a candidate).
+(calls that were in flight fail; nothing terminal becomes a candidate). Only ``start()``
+creates a store; a restart that finds it missing, empty or behind its witness is refused
+with :class:`~callsafe.reference_impl.errors.StoreLost`.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -77,7 +81,9 @@ def _empty_sqlite_file(path: Path) -> None:
         folder = Path(tempfile.mkdtemp(prefix="callsafe-reference-template-"))
         atexit.register(_remove_template, os.getpid(), folder)
         template = folder / "empty.sqlite3"
-        SqliteStore(template).close()
+        SqliteStore(template, create=True, witness=False).close()
+        with contextlib.closing(sqlite3.connect(template)) as conn, conn:
+            conn.execute("DELETE FROM store_meta")  # each copy takes an identity of its own when created
         _TEMPLATE = (os.getpid(), template)
     shutil.copyfile(_TEMPLATE[1], path)
 
@@ -114,6 +120,7 @@ class ReferenceTarget:
         self._memory: MemoryStore | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._drop_schema = False
+        self._create = False  # True only while start() opens the store: creating is explicit
         self.core: Core | None = None
         self.driver: Driver | None = None
         # receive() is on the per-fragment path: it calls these two, bound at boot
@@ -132,7 +139,11 @@ class ReferenceTarget:
                 raise StoreError("the postgres store needs a DSN (argument dsn or $CALLSAFE_PG_DSN)")
             self._namespace = self._given_namespace
             self._drop_schema = self._namespace is None
-        self._boot()
+        self._create = True
+        try:
+            self._boot()
+        finally:
+            self._create = False
 
     def receive(self, event: Event) -> None:
         self._run(self._decide(event))
@@ -185,13 +196,13 @@ class ReferenceTarget:
                     self._tmp = tempfile.TemporaryDirectory(prefix="callsafe-reference-")
                 folder = Path(self._tmp.name)
             path = Path(folder) / "callsafe.sqlite3"
-            if not path.exists():
+            if self._create and not path.exists() and not Path(f"{path}.witness").exists():
                 _empty_sqlite_file(path)
-            return SqliteStore(path, synchronous=self._sqlite_synchronous)
+            return SqliteStore(path, create=self._create, synchronous=self._sqlite_synchronous)
         from callsafe.reference_impl.postgres_store import PostgresStore
 
         assert self._dsn is not None
-        store = PostgresStore(self._dsn, self._namespace)
+        store = PostgresStore(self._dsn, self._namespace, create=self._create)
         self._namespace = store.namespace  # a restart reopens the same schema
         return store
 

@@ -302,6 +302,8 @@ class ChildConfig:
     observations: Path | None = None  # what the child observed, written when it ends normally
     validations: Path | None = None  # every business validation, one line each
     synchronous: str = "adaptive"
+    create: bool = False  # the first process of a store creates it; a restart must find it
+    witness: Path | None = None  # where the store's witness is (default: beside it)
     label: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -310,7 +312,9 @@ def run(cfg: ChildConfig) -> None:
     """Start a core on the store (a restart, if the store has data), perform its start
     effects, deliver ``cfg.events``; die at the armed crash point."""
     points = CrashPoints(cfg.crash_at if cfg.crash_at is not None else os.environ.get(CRASH_ENV))
-    store = CrashingSqliteStore(cfg.store, points, synchronous=cfg.synchronous)
+    store = CrashingSqliteStore(
+        cfg.store, points, synchronous=cfg.synchronous, create=cfg.create, witness=cfg.witness or True
+    )
     observations: list[Observation] = []
     step = [0]
     pid = os.getpid()
@@ -353,10 +357,10 @@ def run(cfg: ChildConfig) -> None:
         cfg.observations.write_text(json.dumps([observation_to_json(o) for o in observations]), encoding="utf-8")
 
 
-if __name__ == "__main__":  # python tests/reliability_child.py STORE JOURNAL [--wire]
+if __name__ == "__main__":  # python tests/reliability_child.py STORE JOURNAL [--wire] [--create]
     args = sys.argv[1:]
     events = wire_events(SCENARIO) if "--wire" in args else SCENARIO
-    run(ChildConfig(store=Path(args[0]), journal=Path(args[1]), events=events))
+    run(ChildConfig(store=Path(args[0]), journal=Path(args[1]), events=events, create="--create" in args))
 
 
 # -- races: several processes on one store --------------------------------------------------
@@ -403,11 +407,11 @@ def race_worker(cfg: RaceConfig) -> None:
 
     def open_store() -> Store:
         if cfg.store is not None:
-            return timed(SqliteStore(cfg.store))  # type: ignore[no-any-return]
+            return timed(SqliteStore(cfg.store, create=True))  # type: ignore[no-any-return]
         from callsafe.reference_impl.postgres_store import PostgresStore
 
         assert cfg.dsn is not None
-        return timed(PostgresStore(cfg.dsn, cfg.namespace))  # type: ignore[no-any-return]
+        return timed(PostgresStore(cfg.dsn, cfg.namespace, create=True))  # type: ignore[no-any-return]
 
     def execute(key: CallKey, actor: str, tool: str, arguments: Any, traceparent: str | None = None) -> None:
         record = {"key": key.to_json(), "actor": actor, "tool": tool, "arguments": arguments, "pid": os.getpid()}

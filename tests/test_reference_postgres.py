@@ -72,7 +72,7 @@ def _namespace() -> str:
 def _drop(namespace: str) -> None:
     from callsafe.reference_impl.postgres_store import PostgresStore
 
-    store = PostgresStore(DSN, namespace)
+    store = PostgresStore(DSN, namespace, create=True)
     store.drop()
     store.close()
 
@@ -209,7 +209,7 @@ def test_concurrent_claims_have_one_winner() -> None:
 
     namespace = _namespace()
     key = CallKey("acme", "t1", "r1", "i1", "a")
-    setup = PostgresStore(DSN, namespace)
+    setup = PostgresStore(DSN, namespace, create=True)
     setup.apply([BindTurn("t1", "u1", "acme", "main", None), OpenCall(key, "book_slot")], 0.0)
     stores = [PostgresStore(DSN, namespace) for _ in range(8)]
     entry = LedgerEntry(key, 1, "completed", "ok", "ok", "dispatched", None)
@@ -243,7 +243,7 @@ def test_claim_refused_once_the_turn_stopped_elsewhere() -> None:
 
     namespace = _namespace()
     key = CallKey("acme", "t1", "r1", "i1", "a")
-    a, b = PostgresStore(DSN, namespace), PostgresStore(DSN, namespace)
+    a, b = PostgresStore(DSN, namespace, create=True), PostgresStore(DSN, namespace)
     try:
         a.apply([BindTurn("t1", "u1", "acme", "main", None), OpenCall(key, "book_slot")], 0.0)
         a.apply([SetTurnStatus("t1", "cancelled")], 0.0)

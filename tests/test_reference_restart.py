@@ -190,7 +190,7 @@ def test_restart_traces_agree_with_model(store: str) -> None:
 
 
 def test_sqlite_file_is_wal_and_reopens(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "x.sqlite3")
+    store = SqliteStore(tmp_path / "x.sqlite3", create=True)
     assert store.rows("turns") is not None
     mode = store._query("PRAGMA journal_mode")[0][0]
     store.close()

@@ -29,7 +29,7 @@ def _sqlite_pair(tmp_path: Path) -> Iterator[tuple[SqlStore, SqlStore]]:
     from callsafe.reference_impl.sqlite_store import SqliteStore
 
     path = tmp_path / "store.sqlite3"
-    a, b = SqliteStore(path), SqliteStore(path)
+    a, b = SqliteStore(path, create=True), SqliteStore(path)
     yield a, b
     a.close()
     b.close()
@@ -41,7 +41,7 @@ def _postgres_pair(tmp_path: Path) -> Iterator[tuple[SqlStore, SqlStore]]:
     from callsafe.reference_impl.postgres_store import PostgresStore
 
     namespace = f"callsafe_test_{uuid.uuid4().hex[:12]}"
-    a, b = PostgresStore(DSN, namespace), PostgresStore(DSN, namespace)
+    a, b = PostgresStore(DSN, namespace, create=True), PostgresStore(DSN, namespace)
     yield a, b
     a.drop()
     a.close()

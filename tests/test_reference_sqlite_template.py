@@ -29,9 +29,9 @@ def _schema(path: Path) -> tuple[list[tuple[str, str, str]], str]:
 
 def test_a_store_copied_from_the_template_is_the_store_a_fresh_file_gives(tmp_path: Path) -> None:
     fresh, copied = tmp_path / "fresh.sqlite3", tmp_path / "copied.sqlite3"
-    SqliteStore(fresh).close()
+    SqliteStore(fresh, create=True, witness=False).close()
     reference._empty_sqlite_file(copied)
-    SqliteStore(copied).close()
+    SqliteStore(copied, create=True, witness=False).close()
     rows, mode = _schema(copied)
     assert (rows, mode) == _schema(fresh)
     assert mode == "wal" and any(kind == "table" for kind, _, _ in rows)

@@ -71,7 +71,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     elif request.param == "sqlite":
 
         def make() -> Store:
-            store = SqliteStore(tmp_path / "s.sqlite3")
+            store = SqliteStore(tmp_path / "s.sqlite3", create=True)
             opened.append(store)
             return store
 
@@ -83,7 +83,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
         namespace = f"callsafe_test_{uuid.uuid4().hex[:12]}"
 
         def make() -> Store:
-            store = PostgresStore(DSN, namespace)
+            store = PostgresStore(DSN, namespace, create=True)
             opened.append(store)
             return store
 

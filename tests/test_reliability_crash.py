@@ -102,6 +102,8 @@ class Run:
         folder.mkdir(parents=True, exist_ok=True)
         self.store = folder / "store" / "callsafe.sqlite3"
         self.store.parent.mkdir(exist_ok=True)
+        # created once, explicitly (what `callsafe store init` does): no process creates it
+        SqliteStore(self.store, create=True).close()
         self.journal = folder / "journal"
         self.validations = folder / "validations"
         self.processes = 0
@@ -131,7 +133,11 @@ class Run:
         self.processes += 1
         progress = self.folder / f"progress-{self.processes}"
         cfg = ChildConfig(
-            store=self.store, journal=self.journal, events=events, progress=progress, validations=self.validations
+            store=self.store,
+            journal=self.journal,
+            events=events,
+            progress=progress,
+            validations=self.validations,
         )
         process = CTX.Process(target=child.run, args=(cfg,))
         process.start()
@@ -345,7 +351,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         yield MemoryStore()
         return
     if request.param == "sqlite":
-        opened: Store = SqliteStore(tmp_path / "s.sqlite3")
+        opened: Store = SqliteStore(tmp_path / "s.sqlite3", create=True)
         yield opened
         opened.close()
         return
@@ -378,7 +384,7 @@ def test_unknown_outcomes_are_claims_without_an_outcome(store: Store) -> None:
 def test_a_restarted_core_logs_the_unknown_outcome_and_runs_nothing(tmp_path: Path) -> None:
     """In process: a claim made, then the 'process' (core and driver) dropped before the
     executor returned; the next core on the store logs the key and never runs it."""
-    store = SqliteStore(tmp_path / "s.sqlite3")
+    store = SqliteStore(tmp_path / "s.sqlite3", create=True)
     ran: list[CallKey] = []
     seen: list[Observation] = []
 
@@ -420,7 +426,7 @@ def test_a_restarted_core_logs_the_unknown_outcome_and_runs_nothing(tmp_path: Pa
 
 
 def test_an_executor_that_raises_has_a_known_outcome(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "s.sqlite3")
+    store = SqliteStore(tmp_path / "s.sqlite3", create=True)
     seen: list[Observation] = []
 
     def failing(key: CallKey, *args: object) -> None:

@@ -223,7 +223,7 @@ def test_parallel_calls_in_one_turn_long() -> None:
 
 
 def test_over_limit_calls_leave_a_ledger_row_in_sqlite(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "s.sqlite3", synchronous="normal")
+    store = SqliteStore(tmp_path / "s.sqlite3", create=True, synchronous="normal")
     engine = Engine(Limits(call_bytes=512, turn_bytes=4096), store)
     engine.deliver(parallel_flood(40, 16, size=48))
     rows = [(entry.key.call, entry.decision, why) for entry, why in store.ledger() if entry.key.turn == "t1"]

@@ -147,7 +147,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[St
         memory = MemoryStore()
         yield memory, lambda: repr(vars(memory))
     elif request.param == "sqlite":
-        sqlite = SqliteStore(tmp_path / "s.sqlite3")
+        sqlite = SqliteStore(tmp_path / "s.sqlite3", create=True)
         yield sqlite, lambda: "".join(p.read_bytes().decode("latin-1") for p in tmp_path.iterdir())
         sqlite.close()
     else:
@@ -155,7 +155,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[St
             pytest.skip("CALLSAFE_PG_DSN is not set: the PostgreSQL store needs a server")
         from callsafe.reference_impl.postgres_store import PostgresStore
 
-        pg = PostgresStore(DSN, f"callsafe_secrets_{uuid.uuid4().hex[:12]}")
+        pg = PostgresStore(DSN, f"callsafe_secrets_{uuid.uuid4().hex[:12]}", create=True)
         tables = ["turns", "current_turns", "calls", "terminal_ids", "ended_responses", "quarantined"]
         tables += ["disabled_tools", "tenant_stops", "ledger", "audit", "outcomes"]
         yield pg, lambda: repr([list(pg.rows(t)) for t in tables])

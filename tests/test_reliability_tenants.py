@@ -87,11 +87,11 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
         if request.param == "memory":
             return shared
         if request.param == "sqlite":
-            store: Store = SqliteStore(tmp_path / "s.sqlite3")
+            store: Store = SqliteStore(tmp_path / "s.sqlite3", create=True)
         else:
             from callsafe.reference_impl.postgres_store import PostgresStore
 
-            store = PostgresStore(DSN, namespace)
+            store = PostgresStore(DSN, namespace, create=True)
         opened.append(store)
         return store
 

@@ -1,0 +1,67 @@
+"""``callsafe store``: create a SQLite store explicitly, and check one before a start.
+
+Why a command: opening a store never creates one (a missing or emptied file would start
+as new and run every call again), so the first start of a deployment, or an operator who
+has restored a database and wants a new witness for it, says so here. Registered on the
+``callsafe`` group by :func:`callsafe.cli.main._register_extensions`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from callsafe.cli.console import echo
+
+__all__ = ["store_cmd"]
+
+
+@click.group("store")
+def store_cmd() -> None:
+    """Create or check the reference implementation's SQLite store."""
+
+
+_witness = click.option(
+    "--witness",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where the store's witness is kept (default: PATH.witness). A witness on another volume also "
+    "detects the loss of the database's whole folder.",
+)
+
+
+def _open(path: Path, witness: Path | None, *, create: bool) -> tuple[str, int]:
+    from callsafe.reference_impl.errors import StoreError
+    from callsafe.reference_impl.sqlite_store import SqliteStore
+
+    try:
+        store = SqliteStore(path, create=create, witness=witness if witness is not None else True)
+    except StoreError as exc:
+        echo(f"refused ({exc.fault}): {exc}", err=True)
+        sys.exit(1)
+    try:
+        return store.store_id, store.high_water
+    finally:
+        store.close()
+
+
+@store_cmd.command("init")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@_witness
+def init_cmd(path: Path, witness: Path | None) -> None:
+    """Create the store at PATH (or, for a database that exists and is intact, write its
+    witness anew). Refused when a witness says decisions were made that PATH does not hold."""
+    store_id, high_water = _open(path, witness, create=True)
+    echo(f"store {store_id} at {path}: ledger up to row {high_water}; witness {witness or f'{path}.witness'}")
+
+
+@store_cmd.command("check")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@_witness
+def check_cmd(path: Path, witness: Path | None) -> None:
+    """Open the store at PATH as a start would (integrity check, identity, high-water
+    mark against the witness); exit 1 with what to check when it would be refused."""
+    store_id, high_water = _open(path, witness, create=False)
+    echo(f"store {store_id} at {path}: intact, ledger up to row {high_water}")
