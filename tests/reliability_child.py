@@ -352,6 +352,8 @@ def run(cfg: ChildConfig) -> None:
         driver.run(core.receive(event))
     if progress is not None:
         os.close(progress)
+    if cfg.extra.get("kill_before_close"):  # every decision still in the -wal (no checkpoint)
+        os.kill(os.getpid(), signal.SIGKILL)
     store.close()
     if cfg.observations is not None:
         cfg.observations.write_text(json.dumps([observation_to_json(o) for o in observations]), encoding="utf-8")
