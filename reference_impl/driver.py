@@ -108,6 +108,7 @@ class Driver:
         self._sleep = sleep
         self._depth = 0  # run() inside run() (a validator's or a claim's answer)
         self.stale = False  # the store failed and could not be read back: perform nothing
+        self._failure: StoreError | None = None  # the last failure (its fault is what a stale driver reports)
         # Outward effects and questions by exact type: one dict lookup per effect instead
         # of a chain of isinstance checks (the core makes only these types).
         self._performers: dict[type[Effect], Callable[[Any], None]] = {
@@ -136,11 +137,12 @@ class Driver:
             self._run(effects)
             return
         if self.stale:  # decided on memory the store never confirmed: never performed
+            fault = self._failure.fault if self._failure is not None else StoreFault.OTHER
             self._resync_or_raise()
             raise StoreError(
-                "the store is back; this input was decided before the core took the store's state back and was "
-                "not applied: deliver it again",
-                StoreFault.OTHER,
+                f"the store is back after a fault ({fault}); this input was decided before the core took the "
+                "store's state back and was not applied: deliver it again",
+                fault,
             )
         self._depth = 1
         try:
@@ -226,9 +228,11 @@ class Driver:
     def _after_failure(self, failure: StoreError) -> None:
         """The core takes the store's word back (see the module docstring)."""
         self._observe(LogLine(self._step(), f"store failed ({failure.fault}): the core takes the store's state back"))
+        self._failure = failure
         try:
             self._resync()
-        except StoreError:
+        except StoreError as exc:
+            self._failure = exc
             self.stale = True
 
     def _resync(self) -> None:
@@ -239,9 +243,10 @@ class Driver:
         try:
             if effects:
                 self._run(effects)
-        except StoreError:
+        except StoreError as exc:
             # the restart's own decisions (in-flight calls failed) could not be written:
             # memory says failed, the store still says in flight; take its word again later
+            self._failure = exc
             self.stale = True
         finally:
             self._depth -= 1
@@ -250,9 +255,11 @@ class Driver:
         try:
             self._resync()
         except StoreError as exc:
+            self._failure = exc
             raise StoreError(f"the store is still failing: {exc}", exc.fault) from exc
-        if self.stale:
-            raise StoreError("the store is still failing: the restart's decisions could not be written")
+        if self.stale and self._failure is not None:
+            failure = self._failure
+            raise StoreError(f"the store is still failing: {failure}", failure.fault) from failure
 
     def _settle(self, facts: list[Fact], told: list[Effect]) -> None:
         """One stretch: its facts in one transaction, then what it tells the world."""
