@@ -114,11 +114,13 @@ def _remove_database(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
-def _sqlite_store(folder: Path, synchronous: str, events: Sequence[Any], keys: Sequence[CallKey]) -> Prepare:
+def _sqlite_store(
+    folder: Path, synchronous: str, events: Sequence[Any], keys: Sequence[CallKey], *, witness: bool = True
+) -> Prepare:
     @contextmanager
     def prepare() -> Iterator[Work]:
         path = folder / f"store-{uuid.uuid4().hex[:8]}.sqlite3"
-        store = SqliteStore(path, create=True, synchronous=synchronous)
+        store = SqliteStore(path, create=True, synchronous=synchronous, witness=witness)
         executor = Recorder()
         try:
             core, driver = open_driver(store, executor)
@@ -132,6 +134,7 @@ def _sqlite_store(folder: Path, synchronous: str, events: Sequence[Any], keys: S
         finally:
             store.close()
             _remove_database(path)
+            Path(f"{path}.witness").unlink(missing_ok=True)
         _ran_once(executor.ran, keys, f"SQLite store ({synchronous})")
 
     return prepare
@@ -162,6 +165,11 @@ def _measure_sqlite(config: Config, folder: Path) -> tuple[list[_Row], StoreProf
     plan: list[tuple[str, tuple[str, ...], Prepare]] = [
         ("store, as shipped (adaptive)", shipped.commits, _sqlite_store(folder, "adaptive", events, keys)),
         ("store, synchronous=normal", normal.commits, _sqlite_store(folder, "normal", events, keys)),
+        (
+            "store, as shipped, no witness",
+            shipped.commits,
+            _sqlite_store(folder, "adaptive", events, keys, witness=False),
+        ),
         ("floor: 1 FULL commit per decision", ("FULL",), _sqlite_floor(folder, rows, ("FULL",))),
         ("floor: 1 NORMAL commit per decision", ("NORMAL",), _sqlite_floor(folder, rows, ("NORMAL",))),
         ("floor: the shipped store's commits", shipped.commits, _sqlite_floor(folder, rows, shipped.commits)),
@@ -345,7 +353,8 @@ def run(config: Config) -> Section:
         "",
         f"The store commits {len(shipped.commits)} transactions per decision (open, each fragment, the terminal",
         "event id, the claim, the outcome; read from the statements SQLite ran). As shipped",
-        f"(`adaptive`) they are {_commits(shipped.commits)}: only the claim waits for the disk. The floor inserts",
+        f"(`adaptive`) they are {_commits(shipped.commits)}: only the claim waits for the disk, and then the",
+        "witness (its mark raised: one write in place and an fdatasync; `normal`: the write only). The floor inserts",
         "the decision's ledger row into the store's ledger table, one `BEGIN IMMEDIATE` ... `COMMIT` per row, in a",
         f"WAL file like the store's. Files in a temporary folder on {fs}.",
         "",
@@ -369,6 +378,12 @@ def run(config: Config) -> Section:
                         "store as shipped / its own commits as raw inserts",
                         "store, as shipped (adaptive)",
                         "floor: the shipped store's commits",
+                    ),
+                    (
+                        "sqlite/witness",
+                        "store as shipped / the same without its witness (the witness's cost)",
+                        "store, as shipped (adaptive)",
+                        "store, as shipped, no witness",
                     ),
                     (
                         "sqlite/normal",

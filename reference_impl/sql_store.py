@@ -429,7 +429,15 @@ class SqlStore(ABC):
 
     def load(self) -> Snapshot:
         with self._read_snapshot():
-            return self._load()
+            try:
+                return self._load()
+            except (ValueError, TypeError, KeyError, IndexError) as exc:
+                # a value that does not decode (a damaged page SQLite did not notice): the
+                # store's corrupt fault, never the decoder's bare error
+                raise StoreError(
+                    f"the store holds a value it cannot read ({type(exc).__name__}): restore it from a backup",
+                    StoreFault.CORRUPT,
+                ) from None
 
     def _load(self) -> Snapshot:
         snap = Snapshot()
@@ -459,7 +467,7 @@ class SqlStore(ABC):
             try:
                 parsed = State(state)
             except ValueError:
-                raise StoreError(f"unknown call state {state!r} in the store") from None
+                raise StoreError(f"unknown call state {state!r} in the store", StoreFault.CORRUPT) from None
             snap.calls[(turn, response, item, call)] = CallRow(
                 CallKey(tenant, turn, response, item, call), tool, parsed, int(fragments), int(nbytes)
             )
@@ -494,18 +502,6 @@ class SqlStore(ABC):
 
     def rows(self, table: str) -> Iterator[tuple[Any, ...]]:
         """Every row of one of this store's tables (diagnostics and tests)."""
-        if table not in {
-            "turns",
-            "current_turns",
-            "calls",
-            "terminal_ids",
-            "ended_responses",
-            "quarantined",
-            "disabled_tools",
-            "tenant_stops",
-            "ledger",
-            "audit",
-            "outcomes",
-        }:
+        if table not in DATA_TABLES:
             raise StoreError(f"no table {table!r}")
         yield from self._query(f"SELECT * FROM {table}")

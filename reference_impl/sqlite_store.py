@@ -122,7 +122,8 @@ class SqliteStore(SqlStore):
         memory = self.path == ":memory:"
         guard: Witness | None = None
         if not memory and witness is not False:
-            guard = Witness(self.path + ".witness" if witness is True else Path(witness))
+            where = self.path + ".witness" if witness is True else Path(witness)
+            guard = Witness(where, sync=synchronous != "normal")  # as durable as the claims it covers
         if not memory and not os.path.exists(self.path) and (not create or (guard and guard.read())):
             # nothing there, and no creating it: the witness's word on what was lost, or "no store"
             self._check_history(guard, fresh=True, create=False, where=self.path)

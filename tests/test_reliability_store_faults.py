@@ -225,13 +225,13 @@ def _open_refused(db: str, result: str) -> dict[str, Any]:
     return {"fault": None}
 
 
-def _witness_folder_goes_read_only(db: str, witness: str, journal: str, result: str) -> dict[str, Any]:
+def _witness_goes_read_only(db: str, witness: str, journal: str, result: str) -> dict[str, Any]:
     store = SqliteStore(db, witness=witness)
     run = Pipeline(store, Path(journal))
     run.deliver(SCENARIO[:6])  # call a runs
-    os.chmod(Path(witness).parent, 0o555)  # the witness can no longer be replaced
+    os.chmod(witness, 0o444)  # the witness can no longer be written
     run.deliver(SCENARIO[6:])
-    os.chmod(Path(witness).parent, 0o755)
+    os.chmod(witness, 0o644)
     run.deliver(SCENARIO[-1:])
     return {
         "faults": dict(run.faults),
@@ -256,7 +256,7 @@ def shared_folder() -> Iterator[Path]:
 def test_permission_denied_is_a_typed_fault(shared_folder: Path) -> None:
     """Root passes every permission check, so the store runs in a child that became
     ``nobody``: a root-owned store is refused at open with ``permission denied``; and a
-    witness folder that turns read-only mid-run fails the decisions after it, typed,
+    witness that turns read-only mid-run fails the decisions after it, typed,
     with the claim it could not witness never handed to the executor."""
     if os.geteuid() != 0:
         pytest.skip("needs root, to give up root in a child")
@@ -277,7 +277,7 @@ def test_permission_denied_is_a_typed_fault(shared_folder: Path) -> None:
     journal.touch()
     for path in (db, witness, journal):
         os.chown(path, NOBODY, NOBODY)
-    out = _as_nobody(_witness_folder_goes_read_only, str(db), str(witness), str(journal), str(mine / "r2.json"))
+    out = _as_nobody(_witness_goes_read_only, str(db), str(witness), str(journal), str(mine / "r2.json"))
     assert "untyped" not in out, out
     assert set(out["faults"]) == {StoreFault.PERMISSION.value}, out
     assert out["disagree"] == [] and out["undecided"] == [], out
