@@ -128,6 +128,8 @@ class PostgresStore(SqlStore):
             self._params = with_timeouts(dsn)
         except psycopg.Error as exc:
             raise StoreError(f"not a PostgreSQL DSN: {exc}", StoreFault.OTHER) from exc
+        guard = Witness(witness) if witness is not None else None
+        remembered = guard.read() if guard is not None else None  # a store was here: never create one
         self._conn = self._connect()
         where = f"schema {self.namespace}"
         try:
@@ -139,7 +141,8 @@ class PostgresStore(SqlStore):
                     (self.namespace,),
                 ).fetchone()
                 fresh = found is None
-                if not fresh or create or throwaway:
+                making = (create or throwaway) and remembered is None
+                if not fresh or making:
                     self._conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.namespace}"')
                     self._conn.execute(f'SET LOCAL search_path TO "{self.namespace}"')
                     for ddl in TABLES:
@@ -150,8 +153,7 @@ class PostgresStore(SqlStore):
             self._conn.close()
             raise self._error(f"cannot prepare {where}", exc) from exc
         try:
-            guard = Witness(witness) if witness is not None else None
-            if fresh and not (create or throwaway):
+            if fresh and not making:
                 self._check_history(guard, fresh=True, create=False, where=where)
             self._check_history(guard, fresh=False, create=create or throwaway, where=where)
         except BaseException:

@@ -435,3 +435,35 @@ def test_postgres_timeouts_are_set_by_default_and_a_held_lock_is_typed(own_postg
     assert refused.value.fault is StoreFault.LOCKED and waited < 5
     short.drop()
     short.close()
+
+
+def test_a_dropped_postgres_schema_is_refused_not_recreated(tmp_path: Path) -> None:
+    """A named namespace is created only with ``create=True``; once its schema is gone,
+    opening it is refused, and with a witness the refusal names what was lost."""
+    dsn = os.environ.get("CALLSAFE_PG_DSN", "")
+    if not dsn:
+        pytest.skip("CALLSAFE_PG_DSN is not set (tools/postgres.sh start)")
+    from callsafe.reference_impl.errors import StoreLost
+    from callsafe.reference_impl.postgres_store import PostgresStore
+
+    namespace = f"callsafe_lost_{os.getpid()}"
+    witness = tmp_path / "pg.witness"
+    with pytest.raises(StoreLost) as never_made:
+        PostgresStore(dsn, namespace)
+    assert never_made.value.fault is StoreFault.MISSING
+    journal = tmp_path / "journal"
+    store = PostgresStore(dsn, namespace, create=True, witness=witness)
+    run = Pipeline(store, journal)
+    run.deliver(SCENARIO)
+    assert sum(counts(journal).values()) == RUN
+    store.drop()
+    store.close()
+    with pytest.raises(StoreLost) as refused:
+        PostgresStore(dsn, namespace, witness=witness)
+    assert refused.value.fault is StoreFault.MISSING and "witness" in str(refused.value)
+    with pytest.raises(StoreLost) as not_made:
+        PostgresStore(dsn, namespace, create=True, witness=witness)  # the witness says it existed
+    assert not_made.value.fault is StoreFault.MISSING
+    with pytest.raises(StoreLost):  # and nothing was created in its place
+        PostgresStore(dsn, namespace)
+    assert sum(counts(journal).values()) == RUN
