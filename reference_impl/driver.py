@@ -133,6 +133,20 @@ class Driver:
         writes its facts in one transaction, then performs its outward effects in order."""
         if not effects:
             return
+        first = effects[0]
+        if len(effects) == 1 and isinstance(first, Fact) and not (self._depth or self.stale):
+            try:  # the per-fragment case, written out: one write, nothing to tell
+                self.store.apply((first,), self._clock())
+            except StoreError as exc:
+                self._depth = 1
+                try:
+                    self._retry_apply((first,), exc)
+                except StoreError as failure:
+                    self._after_failure(failure)
+                    raise
+                finally:
+                    self._depth = 0
+            return
         if self._depth:  # a nested answer: a failure is handled once, at the top
             self._run(effects)
             return
