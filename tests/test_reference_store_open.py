@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from callsafe.certify.cli import main
+from callsafe.cli.main import main
 from callsafe.model.lifecycle import State
 from callsafe.model.vocabulary import CallKey
 from callsafe.reference_impl.effects import BindTurn, LedgerEntry, OpenCall, RecordDecision
@@ -228,3 +228,12 @@ def test_store_init_and_check_commands(tmp_path: Path) -> None:
     path.unlink()
     again = runner.invoke(main, ["store", "init", str(path)])
     assert again.exit_code == 1 and "witness" in again.output and not path.exists()
+
+
+def test_store_commands_print_a_paths_escape_sequences_escaped(tmp_path: Path) -> None:
+    """A path is an input too: its control characters never reach the terminal raw."""
+    path = tmp_path / "s\x1b[2J\x1b]52;c;aGk=\x07.sqlite3"
+    out = CliRunner().invoke(main, ["store", "check", str(path)])
+    assert out.exit_code == 1 and "\x1b" not in out.output and "\x07" not in out.output
+    made = CliRunner().invoke(main, ["store", "init", str(path)])
+    assert made.exit_code == 0 and "\x1b" not in made.output

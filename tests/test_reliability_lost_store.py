@@ -315,7 +315,7 @@ def test_one_changed_byte_in_any_frame_of_the_wal(tmp_path: Path) -> None:
 def test_the_reference_targets_restart_never_recreates_its_store(tmp_path: Path) -> None:
     """``start()`` creates the store; ``restart()`` opens it and is refused when the file
     is gone (it used to copy a fresh empty store into its place)."""
-    from callsafe.certify.contract import TargetEnv
+    from callsafe.contract.target import TargetEnv
     from callsafe.model.vocabulary import Limits
     from callsafe.reference_impl.errors import StoreLost
     from callsafe.targets.reference import ReferenceTarget
