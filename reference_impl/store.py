@@ -20,6 +20,11 @@ The contract:
   turn the store holds: a control delivered to one replica reaches the turns that other
   replicas bound, through the claim's re-check.
 * :meth:`Store.load` returns the :class:`Snapshot` a restarted core starts from.
+* opening a store never creates one (``create=True`` does, at a first start): a durable
+  store that is missing, empty, another store's, or behind the decisions its witness
+  (:mod:`~callsafe.reference_impl.witness`) saw committed is refused with
+  :class:`~callsafe.reference_impl.errors.StoreLost`; a store that started empty would run
+  every call again. Every failure is a ``StoreError`` whose ``fault`` names the cause.
 * :meth:`Store.unknown_outcomes` lists the calls whose claim is durable but whose
   :class:`~callsafe.reference_impl.effects.RecordOutcome` is not: the executor boundary
   is *at most once with an intent record* (the claim commits before the executor runs,
