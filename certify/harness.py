@@ -543,8 +543,8 @@ def _scenario_result(result: TraceResult) -> ScenarioResult:
     if violated:
         first = judgement.findings[0].describe() if judgement.findings else ""
         return ScenarioResult(result.generator, result.name, "violated", violated, first, result.seconds)
-    if judgement.errors:
-        error = judgement.errors[0]
+    if judgement.broken:
+        error = next(e for e in judgement.errors if e.breaks_run)
         outcome = "hang" if error.kind == "hang" else "target_error"
         return ScenarioResult(result.generator, result.name, outcome, [], error.describe(), result.seconds)
     return ScenarioResult(result.generator, result.name, "passed", [], "", result.seconds)
@@ -613,10 +613,11 @@ def certify(
         assert judgement is not None
         if judgement.errors:
             stats.errors += 1
-            kind = BrokenTrace(result.generator, result.index, result.name, Trace(events=()), judgement.errors).kind
-            broken_count[kind] += 1
             if len(errors) < BROKEN_KEPT:
                 errors.append(f"{result.name}: {judgement.errors[0].describe()}")
+        if judgement.broken:
+            kind = BrokenTrace(result.generator, result.index, result.name, Trace(events=()), judgement.errors).kind
+            broken_count[kind] += 1
             if len(broken) < BROKEN_KEPT and result.trace is not None:
                 broken.append(BrokenTrace(result.generator, result.index, result.name, result.trace, judgement.errors))
         if judgement.violated:

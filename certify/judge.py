@@ -85,7 +85,8 @@ class Judgement:
 
     @property
     def broken(self) -> bool:
-        return bool(self.errors)
+        """The target broke the run (:attr:`TargetError.breaks_run`)."""
+        return any(e.breaks_run for e in self.errors)
 
     @property
     def violated(self) -> set[str]:
@@ -212,8 +213,9 @@ def judge_observations(
         if not any(f.key == finding.key and f.invariant == finding.invariant for f in bucket):
             bucket.append(finding)
     set_aside: list[Finding] = []
-    if errors:
-        counts = _counts_on_broken_run(errors, observations)
+    breaking = [e for e in errors if e.breaks_run]
+    if breaking:
+        counts = _counts_on_broken_run(breaking, observations)
         for inv_id, kept in results.items():
             if kept:
                 set_aside += [f for f in kept if not counts(f)]

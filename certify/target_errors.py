@@ -26,7 +26,7 @@ import traceback as tb
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-__all__ = ["KINDS", "WHERE", "TargetError", "TraceTimeout", "error_from_exception"]
+__all__ = ["KINDS", "WHERE", "WIRE_READS", "TargetError", "TraceTimeout", "error_from_exception"]
 
 Kind = Literal["error", "hang", "crash"]
 KINDS: Final = ("error", "hang", "crash")
@@ -42,6 +42,7 @@ WHERE: Final = (
     "validator",
     "process",
 )
+WIRE_READS: Final = ("receive_wire", "end_stream")  # a library's own way of failing a stream
 _TEXT_LIMIT: Final = 8000  # characters of traceback or stderr kept per error
 
 
@@ -59,6 +60,17 @@ class TargetError:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"target error kind {self.kind!r}; known: {', '.join(KINDS)}")
+
+    @property
+    def breaks_run(self) -> bool:
+        """Whether the run stops being evidence. Not for an exception a provider-protocol
+        target raised while reading its stream (``receive_wire``, ``end_stream``): that is
+        how client libraries signal a failed stream (an SDK raises on an error payload),
+        and the harness goes on as the application's read loop that catches it would, so
+        the run is judged as it went; nor for one from ``close``, after every event was
+        delivered and observed. Both are still recorded and reported. Every other error,
+        every hang and crash, breaks the run."""
+        return self.kind != "error" or self.where not in (*WIRE_READS, "close")
 
     def describe(self) -> str:
         """One line: ``hang in receive at step 3: no answer within 5 s``."""

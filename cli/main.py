@@ -583,7 +583,7 @@ def replay_cmd(trace_file: Path, target: str, trace_timeout: float, as_json: boo
             console.print("same verdicts as the reference implementation on this trace", markup=False)
     if checked.violated:
         sys.exit(1)
-    if checked.judgement.errors:
+    if checked.judgement.broken:
         if not as_json:
             console.print("[yellow]no verdict: the target broke the run (target error)[/yellow]")
         sys.exit(3)
