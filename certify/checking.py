@@ -21,7 +21,7 @@ from callsafe.certify.partitions import Partition
 from callsafe.certify.runner import Call, Run, RunStopped, run_trace
 from callsafe.certify.target_errors import TargetError, TraceTimeout, error_from_exception
 from callsafe.certify.targets import TargetFactory, describe, resolve_target
-from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT, trace_deadline
+from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT, first_trace_allowance, trace_deadline
 from callsafe.certify.wire import ABSTRACT, NotRepresentable, not_applicable_reason, prepare, response_deferred_liveness
 from callsafe.contract.target import Target
 from callsafe.generators.coverage import reached_by_steps
@@ -80,7 +80,7 @@ def run_checked(
     if missing:
         return Checked(trace, missing, None, judge(trace), _not_applicable_judgement())
     try:
-        with trace_deadline(timeout):
+        with trace_deadline(first_trace_allowance(_name_of(factory), timeout)):
             try:
                 target: Target = factory()
             except Exception as exc:  # a target that cannot even be built: recorded, judged on nothing
@@ -96,6 +96,12 @@ def run_checked(
     oracle = judge(trace)
     judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
     return Checked(trace, missing, run, oracle, judgement)
+
+
+def _name_of(factory: TargetFactory) -> str:
+    """The factory's name (its spec when it came from a target name, so the warm-up of a
+    target is counted once per process however often its name is resolved)."""
+    return str(getattr(factory, "__qualname__", None) or id(factory))
 
 
 def _stopped(run: Run, capabilities: frozenset[str]) -> Checked:

@@ -10,7 +10,9 @@ wait, a socket read. Its handler raises :class:`~callsafe.certify.target_errors.
 (a ``BaseException``, so a target's ``except Exception`` does not swallow it) in the
 target's frame, with that frame's stack; the runner records the hang and the harness goes
 on with the next trace on a fresh target. The timer re-fires every ``GRACE`` seconds, so a
-target that swallows even that is interrupted again.
+target that swallows even that is interrupted again. A target's first trace in a process
+gets at least ``WARM_UP`` seconds (:func:`first_trace_allowance`): that is where a client
+library is imported, and importing one can take longer than any trace.
 
 What a signal cannot stop is native code that never returns to the interpreter (a C
 extension spinning with the signal pending). For that, :class:`LastResort` watches from a
@@ -39,9 +41,19 @@ from typing import Any, Final
 
 from callsafe.certify.target_errors import TraceTimeout
 
-__all__ = ["DEFAULT_TRACE_TIMEOUT", "GRACE", "LAST_RESORT", "LastResort", "can_time_out", "trace_deadline"]
+__all__ = [
+    "DEFAULT_TRACE_TIMEOUT",
+    "GRACE",
+    "LAST_RESORT",
+    "WARM_UP",
+    "LastResort",
+    "can_time_out",
+    "first_trace_allowance",
+    "trace_deadline",
+]
 
 DEFAULT_TRACE_TIMEOUT: Final = 10.0  # seconds per trace: the slowest reference trace takes milliseconds
+WARM_UP: Final = 60.0  # seconds at least for a target's first trace in a process (imports, caches)
 GRACE: Final = 1.0  # seconds between repeated interrupts of a target that swallowed the first
 LAST_RESORT: Final = 15.0  # seconds past the timeout before the process gives up on the target
 
@@ -57,6 +69,19 @@ class _State:
 
 
 _STATE = _State()
+_WARM: set[str] = set()  # targets that have run a trace in this process
+
+
+def first_trace_allowance(target: str, seconds: float | None) -> float | None:
+    """The timeout for the next trace of ``target`` (a name for its factory). With the
+    default timeout, at least :data:`WARM_UP` for its first trace in this process, where a
+    target (or the library behind it) imports and warms its caches (an SDK that takes 15 s
+    to import on a busy machine is not hanging), and ``seconds`` after that. A timeout
+    the user chose is kept exactly, first trace included."""
+    if seconds != DEFAULT_TRACE_TIMEOUT or target in _WARM:
+        return seconds
+    _WARM.add(target)
+    return max(seconds, WARM_UP)
 
 
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
@@ -89,12 +114,13 @@ class LastResort:
     :data:`LAST_RESORT` seconds (native code the timer signal cannot interrupt)."""
 
     def __init__(self, seconds: float | None, extra: float = LAST_RESORT) -> None:
-        self.limit = None if seconds is None else seconds + extra
+        self.enabled = seconds is not None
+        self.extra = extra
         self.thread: threading.Thread | None = None
         self.stopped = threading.Event()
 
     def __enter__(self) -> LastResort:
-        if self.limit is not None and can_time_out():
+        if self.enabled and can_time_out():
             self.thread = threading.Thread(target=self._watch, name="callsafe-last-resort", daemon=True)
             self.thread.start()
         return self
@@ -103,12 +129,11 @@ class LastResort:
         self.stopped.set()
 
     def _watch(self) -> None:
-        assert self.limit is not None
         while not self.stopped.wait(1.0):
-            started = _STATE.started
-            if started and time.monotonic() - started > self.limit:
+            started, limit = _STATE.started, _STATE.seconds + self.extra  # the running trace's own timeout
+            if started and time.monotonic() - started > limit:
                 sys.stderr.write(
-                    f"\ncallsafe: the target has not answered for {self.limit:g} s and does not respond to the "
+                    f"\ncallsafe: the target has not answered for {limit:g} s and does not respond to the "
                     "per-trace timeout (native code?). Stacks of every thread:\n"
                 )
                 faulthandler.dump_traceback(all_threads=True)

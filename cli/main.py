@@ -252,7 +252,8 @@ def _default_report_dir(spec: str) -> Path:
     type=float,
     default=None,
     metavar="SECONDS",
-    help="A trace that takes longer is stopped and reported as a hang [default: 10].",
+    help="A trace that takes longer is stopped and reported as a hang [default: 10; a target's first trace in a "
+    "process: 60, for its imports].",
 )
 @click.option("--fail-fast", is_flag=True, help="Stop at the first violation or target error.")
 @click.option("--no-minimize", is_flag=True, help="Keep counterexamples as found (faster).")
