@@ -237,3 +237,30 @@ def test_store_commands_print_a_paths_escape_sequences_escaped(tmp_path: Path) -
     assert out.exit_code == 1 and "\x1b" not in out.output and "\x07" not in out.output
     made = CliRunner().invoke(main, ["store", "init", str(path)])
     assert made.exit_code == 0 and "\x1b" not in made.output
+
+
+def test_postgres_errors_name_their_cause_and_the_dsn_keeps_its_own_timeouts() -> None:
+    psycopg = pytest.importorskip("psycopg")
+    from psycopg import errors as pg_errors
+
+    from callsafe.reference_impl.postgres_store import pg_fault, with_timeouts
+
+    assert pg_fault(pg_errors.DiskFull()) is StoreFault.DISK_FULL
+    assert pg_fault(pg_errors.InsufficientPrivilege()) is StoreFault.PERMISSION
+    assert pg_fault(pg_errors.InvalidPassword()) is StoreFault.PERMISSION
+    assert pg_fault(pg_errors.LockNotAvailable()) is StoreFault.LOCKED
+    assert pg_fault(pg_errors.DeadlockDetected()) is StoreFault.LOCKED
+    assert pg_fault(pg_errors.QueryCanceled()) is StoreFault.TIMEOUT
+    assert pg_fault(pg_errors.DataCorrupted()) is StoreFault.CORRUPT
+    assert pg_fault(pg_errors.AdminShutdown()) is StoreFault.CONNECTION_LOST
+    assert pg_fault(pg_errors.ConnectionFailure()) is StoreFault.CONNECTION_LOST
+    assert pg_fault(psycopg.OperationalError("server closed the connection")) is StoreFault.CONNECTION_LOST
+    assert pg_fault(psycopg.DataError("NUL")) is StoreFault.VALUE
+    assert pg_fault(pg_errors.UniqueViolation()) is StoreFault.OTHER
+
+    plain = with_timeouts("postgresql://u@127.0.0.1:5432/db")
+    assert plain["options"] == "-c lock_timeout=5s -c statement_timeout=30s" and plain["connect_timeout"] == "5"
+    own = with_timeouts("postgresql://u@h/db?options=-c%20lock_timeout%3D1s&connect_timeout=2")
+    assert own["options"] == "-c lock_timeout=1s -c statement_timeout=30s" and own["connect_timeout"] == "2"
+    both = with_timeouts("host=h options='-c lock_timeout=1s -c statement_timeout=2s'")
+    assert both["options"] == "-c lock_timeout=1s -c statement_timeout=2s"
