@@ -29,7 +29,14 @@ Why it is shaped this way:
   single-process order. A run stopped by its budget is not reproducible (where it stops
   depends on the machine), but what it did run is a prefix of that order.
 * **Counterexamples are minimal**: the first violating traces of each invariant are
-  shrunk (:mod:`callsafe.certify.minimize`) while the same invariant is still violated.
+  shrunk (:mod:`callsafe.certify.minimize`) while the same invariant is still violated,
+  named after what they show, and merged when two shrink to the same story.
+* **Target errors are verdicts.** A run the target broke (it raised, hung past the
+  per-trace timeout, or its process died: :mod:`callsafe.certify.target_errors`) is
+  counted apart: an invariant such a run checked is "not established", never "holds", and
+  the certification's verdict is "target_errors" (exit status 3) unless something was
+  violated. Ctrl-C ends the run with what ran so far, marked partial; ``fail_fast`` stops
+  at the first violation or broken run.
 """
 
 from __future__ import annotations
@@ -57,9 +64,9 @@ from callsafe.certify.execution import Execution, Executor, TraceResult
 from callsafe.certify.local import InProcess, Processes
 from callsafe.certify.minimize import minimize_counterexample
 from callsafe.certify.partitions import Partition, exhaustive_partitions, listed_partitions, walk_partitions
-from callsafe.certify.target_errors import TargetError, error_from_exception
+from callsafe.certify.target_errors import TargetError, TraceTimeout, error_from_exception
 from callsafe.certify.targets import TargetFactory, TargetInfo, TargetSpecError, describe, resolve_target, spec_of
-from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT, LastResort
+from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT, LastResort, first_trace_allowance, trace_deadline
 from callsafe.certify.wire import ABSTRACT
 from callsafe.certify.wire_adversities import PROTOCOLS, adversity_sources, adversity_traces
 from callsafe.certify.wire_traces import wire_traces
@@ -563,11 +570,14 @@ def certify(
     factory = resolve_target(target) if isinstance(target, str) else target
     spec = target if isinstance(target, str) else spec_of(factory)
     try:
-        info = describe(factory, spec)
+        with trace_deadline(first_trace_allowance(f"building {spec}", options.trace_timeout)):
+            info = describe(factory, spec)
     except TargetSpecError:
         raise
     except Exception as exc:  # the factory (or the target's attributes) raised: a target error, no traces
         return _unbuildable(spec, options, error_from_exception(exc, "factory"))
+    except TraceTimeout as hung:  # the factory never returned
+        return _unbuildable(spec, options, TargetError("hang", "factory", str(hung), None, hung.stack))
     if (options.workers > 1 or options.scheduler) and not isinstance(target, str):
         raise ValueError(
             "--workers and --scheduler need a target named by a string ('module:factory'), built in each worker"
@@ -773,6 +783,7 @@ def _unbuildable(spec: str, options: Options, error: TargetError) -> Certificati
     for summary in invariants.values():
         summary.status = "not_established"
     broken = BrokenTrace("factory", 0, "building the target", Trace(events=()), [error])
+    kind = broken.kind
     return Certification(
         target=info,
         options=options,
@@ -788,7 +799,7 @@ def _unbuildable(spec: str, options: Options, error: TargetError) -> Certificati
         budget_exhausted=False,
         errors=[f"building the target: {error.describe()}"],
         broken=[broken],
-        broken_count={"error": 1},
+        broken_count={kind: 1},
     )
 
 

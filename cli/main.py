@@ -518,7 +518,9 @@ def replay_cmd(trace_file: Path, target: str, trace_timeout: float, as_json: boo
     a capability the trace needs, or it raised or hung).
     """
     from callsafe.certify.checking import run_checked
+    from callsafe.certify.target_errors import TraceTimeout
     from callsafe.certify.targets import TargetSpecError, describe, resolve_target
+    from callsafe.certify.watchdog import first_trace_allowance, trace_deadline
     from callsafe.model.vocabulary import Trace, TraceFormatError, observation_to_json
 
     try:
@@ -527,11 +529,15 @@ def replay_cmd(trace_file: Path, target: str, trace_timeout: float, as_json: boo
         raise click.BadParameter(str(exc), param_hint="TRACE_FILE") from None
     try:
         factory = resolve_target(target)
-        info = describe(factory, target)
+        with trace_deadline(first_trace_allowance(f"building {target}", trace_timeout)):
+            info = describe(factory, target)
     except TargetSpecError as exc:
         raise click.BadParameter(str(exc), param_hint="--target") from None
     except Exception as exc:  # the factory raised: a target error, not a usage error
         console.print(f"target error: building {target} raised {type(exc).__name__}: {exc}", markup=False)
+        sys.exit(3)
+    except TraceTimeout as hung:
+        console.print(f"target hang: building {target}: {hung}\n{hung.stack}", markup=False, highlight=False)
         sys.exit(3)
     checked = run_checked(factory, info.capabilities, trace, trace_timeout)
     differences = _differences_from_reference(target, trace, checked, trace_timeout)

@@ -3,7 +3,9 @@
 Why three: ``report.json`` is for programs (a stable, versioned schema,
 :data:`REPORT_SCHEMA`, checked by the tests: add fields freely, bump ``version`` when a
 field changes meaning or goes away); JUnit XML is for CI dashboards (one test case per
-invariant per generator: failed, passed, or skipped when not applicable); the HTML page
+invariant per generator: failed, passed, or skipped when not applicable; one per named
+scenario, ``callsafe.scenarios``: failed, an error when the target raised or hung on it,
+or skipped; and one errored case per broken trace of the unnamed generators); the HTML page
 is for the people who review a run: the verdict per invariant, each counterexample as its
 minimal trace and a sequence diagram, and the coverage heat map (the lifecycle, each
 transition weighted by how many traces of the run took it).

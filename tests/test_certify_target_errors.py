@@ -5,6 +5,8 @@ status 3; its traces say "target error" or "hang", and no invariant "holds" on t
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -54,6 +56,10 @@ def test_an_adapter_that_raises_is_certified_with_exit_3(where: str, tmp_path: P
     assert first["kind"] == "error" and first["errors"][0]["where"] == where
     assert f"broke in {where}" in first["errors"][0]["traceback"] or where == "factory"
     assert TargetError.from_json(first["errors"][0]).where == where
+    html = (tmp_path / "report.html").read_text()
+    assert "<h2>Target errors</h2>" in html and f"error in {where}" in html and "not established" in html
+    junit = (tmp_path / "junit.xml").read_text()
+    assert "<error " in junit or where == "factory"
     if where != "factory":  # each broken scenario is named, and the trace to replay is written
         outcomes = {r["outcome"] for r in doc["scenarios"]}  # type: ignore[attr-defined]
         assert "target_error" in outcomes
@@ -126,3 +132,37 @@ def test_a_library_raising_on_its_stream_is_recorded_but_still_judged() -> None:
     cert = certify("library:openai:openai-chat:final", Options(generators=("wire",), minimize=False))
     assert sum(g.errors for g in cert.generators.values()) > 0  # the SDK raised on some streams
     assert cert.broken_traces == 0 and "LIVE-DISPATCH" in cert.violated  # and those runs still count
+
+
+def test_a_factory_that_never_returns_is_a_hang(tmp_path: Path) -> None:
+    started = time.perf_counter()
+    code, out = invoke("certify", "toy_targets:hangs_in_factory", "--trace-timeout", "0.5", "--report", str(tmp_path))
+    assert code == 3 and "hang in factory" in out, out
+    assert time.perf_counter() - started < 30
+    doc = _report(tmp_path)
+    assert doc["broken_traces"]["count"] == {"hang": 1}  # type: ignore[index]
+
+
+def test_a_target_no_signal_reaches_ends_the_run_with_exit_3_and_the_stacks(tmp_path: Path) -> None:
+    """The last resort: past the timeout and its grace, the process gives up with every
+    thread's stack rather than wait for ever (here the grace is cut to 1 s)."""
+    script = (
+        "import functools, sys\n"
+        "from callsafe.certify import harness, watchdog\n"
+        "harness.LastResort = functools.partial(watchdog.LastResort, extra=1.0)\n"
+        "harness.certify('toy_targets:deaf_to_signals', harness.Options(generators=('catalog',), trace_timeout=0.5))\n"
+        "sys.exit(0)\n"
+    )
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "does not respond to the per-trace timeout" in done.stderr and "deaf_to_signals" not in done.stdout
+    assert "toy_targets.py" in done.stderr  # the stuck thread's stack, with the target's frame
+    assert time.perf_counter() - started < 30

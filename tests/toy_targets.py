@@ -476,3 +476,25 @@ def factory() -> SimpleAssembler:
     """Named like the README's ``my_adapter:factory``: the console title then reads
     ``...:factory: simple``, which rich would turn into an emoji if it parsed it."""
     return SimpleAssembler()
+
+
+def hangs_in_factory() -> ModelTarget:
+    while True:
+        time.sleep(0.05)
+
+
+class DeafToSignals(ModelTarget):
+    """Stuck where no signal reaches it (as native code that never returns to Python): it
+    blocks the timer signal, then waits."""
+
+    def receive(self, event: Event) -> None:
+        if isinstance(event, Fragment):
+            import signal
+
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            time.sleep(3600)  # one call that never comes back to the interpreter
+        super().receive(event)
+
+
+def deaf_to_signals() -> DeafToSignals:
+    return DeafToSignals()
