@@ -11,6 +11,9 @@ can be imported anywhere:
 * ``library:NAME``: a third-party client library behind its adapter, ``NAME`` from the
   catalog :data:`callsafe.targets.libraries.LIBRARY_TARGETS` (``library:openai:openai-chat:final``);
   these read a provider's wire (:mod:`callsafe.certify.wire`);
+* ``exec:COMMAND``: any program that speaks the callsafe target protocol on its stdin and
+  stdout (:mod:`callsafe.targets.exec_target`), e.g. ``exec:node naive.js``; the command is
+  split as a shell would split it, and run without a shell;
 * ``module:factory``: any callable in an importable module that returns a fresh
   :class:`~callsafe.contract.target.Target` each time it is called (a class works). The
   current directory is importable, as with ``python -m``.
@@ -21,8 +24,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from callsafe.contract.target import CAPABILITIES, ProtocolTarget, Target
@@ -34,6 +37,7 @@ __all__ = [
     "TargetSpecError",
     "describe",
     "resolve_target",
+    "run_description",
     "spec_of",
 ]
 
@@ -53,6 +57,7 @@ class TargetInfo:
     name: str
     protocol: str
     capabilities: frozenset[str]
+    run: Mapping[str, Any] = field(default_factory=dict)  # how every trace is run: run_description()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,6 +65,7 @@ class TargetInfo:
             "name": self.name,
             "protocol": self.protocol,
             "capabilities": sorted(self.capabilities),
+            "run": dict(self.run) or run_description(None, self.protocol),
         }
 
 
@@ -95,12 +101,23 @@ def _library(name: str) -> TargetFactory:
     return factory
 
 
+def _exec(command: str) -> TargetFactory:
+    if not command:
+        raise TargetSpecError("exec: needs a command, as in 'exec:node my-target.js'")
+    from callsafe.targets.exec_target import exec_factory
+
+    factory: TargetFactory = exec_factory(command)
+    return factory
+
+
 def resolve_target(spec: str) -> TargetFactory:
     """The factory for a target name (see the module docstring for the forms)."""
     if spec == "reference":
         return _reference("sqlite")
     if spec.startswith("library:"):
         return _library(spec.partition(":")[2])
+    if spec.startswith("exec:"):
+        return _exec(spec.partition(":")[2].strip())
     if spec.startswith("reference:"):
         store = spec.partition(":")[2]
         if store not in REFERENCE_STORES:
@@ -164,7 +181,25 @@ def describe(factory: TargetFactory, spec: str | None = None) -> TargetInfo:
     """Build one target to read its name, protocol and capabilities."""
     target = factory()
     check_target(target, spec or "target")
-    return TargetInfo(spec or spec_of(factory), target.name, target.protocol, frozenset(target.capabilities))
+    return TargetInfo(
+        spec or spec_of(factory),
+        target.name,
+        target.protocol,
+        frozenset(target.capabilities),
+        run_description(target, target.protocol),
+    )
+
+
+def run_description(target: object, protocol: str) -> dict[str, Any]:
+    """How a target's traces are run, as reports say it: ``mode`` is ``in process``,
+    ``in process, wire mode`` (a provider's payloads rendered for it), ``exec`` or ``exec,
+    wire mode``; an exec target adds its command, the protocol it speaks and its version,
+    and how it reads a wire (``stdio`` or ``http``, through the loopback provider)."""
+    own = getattr(target, "run_description", None)
+    if callable(own):
+        described: dict[str, Any] = dict(own())
+        return described
+    return {"mode": "in process" if protocol == "abstract" else "in process, wire mode"}
 
 
 def spec_of(factory: TargetFactory) -> str:

@@ -138,8 +138,11 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
         "partial": {"type": "boolean"},
         "target": {
             "type": "object",
-            "required": ["spec", "name", "protocol", "capabilities"],
-            "properties": {"capabilities": {"type": "array", "items": {"type": "string"}}},
+            "required": ["spec", "name", "protocol", "capabilities", "run"],
+            "properties": {
+                "capabilities": {"type": "array", "items": {"type": "string"}},
+                "run": {"type": "object", "required": ["mode"], "properties": {"mode": {"type": "string"}}},
+            },
         },
         "options": {"type": "object"},
         "seed": {"type": "integer"},
@@ -375,7 +378,10 @@ def report_json(cert: Certification) -> dict[str, Any]:
                 "traces_checked": s.traces_checked,
                 "traces_violated": s.traces_violated,
                 "traces_broken": s.traces_broken,
-                "counterexamples": [_counterexample_json(ce) for ce in cert.counterexamples.get(s.id, [])],
+                "counterexamples": [
+                    {**_counterexample_json(ce), "run": cert.target.to_json()["run"]}
+                    for ce in cert.counterexamples.get(s.id, [])
+                ],
             }
             for s in cert.invariants.values()
         ],
@@ -535,6 +541,16 @@ def _lifecycle_svg(cert: Certification) -> str:
     return f"<pre>{escape(dot.source)}</pre><p class='muted'>Graphviz is not installed: the DOT source is shown.</p>"
 
 
+def _run_text(run: dict[str, Any]) -> str:
+    """How the traces ran, in one line: ``exec `node t.js`, callsafe-target v1``."""
+    text = str(run.get("mode", "in process"))
+    if "command" in run:
+        text += f" `{run['command']}`, {run.get('protocol', '')} v{run.get('protocol_version', '?')}"
+    if "wire" in run:
+        text += f", wire over {run['wire']}"
+    return text
+
+
 def html_report(cert: Certification) -> str:
     """A self-contained HTML page (inline CSS and SVG)."""
     doc = report_json(cert)
@@ -548,6 +564,7 @@ def html_report(cert: Certification) -> str:
         _html_banner(cert),
         f"<p class='muted'>target <code>{escape(cert.target.spec)}</code> · protocol "
         f"{escape(cert.target.protocol)} · capabilities {escape(', '.join(sorted(cert.target.capabilities)))}"
+        f"<br>run: {escape(_run_text(doc['target']['run']))}"
         f"<br>seed {cert.options.seed} · depth {cert.options.depth} · {cert.options.walks} walks · model of "
         f"{cert.options.calls} calls, {cert.options.turns} turns, {cert.options.fragments} fragments · "
         f"{f'budget {cert.options.budget:g} s' if cert.options.budget else 'no budget'}"

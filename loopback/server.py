@@ -1,0 +1,289 @@
+"""The loopback provider's server: uvicorn running a tiny ASGI app in a thread.
+
+Why uvicorn and ASGI: the SDKs under test speak HTTP/1.1 with chunked bodies and keep-alive
+connections, and a hand-written server would be one more thing to get wrong; an ASGI app
+is only what is ours (which stream answers which request, and how its bytes are cut).
+
+What it sends is adversarial on purpose, within what HTTP and SSE allow:
+
+* **chunk boundaries** fall inside an event's ``data:`` (or ``event:``) field name, inside
+  the first multi-byte UTF-8 character of the event, and between the two newlines that end
+  it; each piece is its own HTTP chunk;
+* **keep-alives**: an SSE comment line (``: keep-alive``) before the first event and after
+  every third;
+* **a dropped connection** where the trace disconnects: the body stops without its final
+  chunk, as a connection reset does;
+* **a reconnect that replays** (``callsafe serve``): every event carries an ``id:``; a
+  request with ``Last-Event-ID`` gets the rest of the stream from the event after it.
+
+Requests are routed by their path's end: ``.../chat/completions`` (``openai-chat``),
+``.../responses`` (``openai-responses``), ``.../messages`` (``anthropic-messages``), so any
+base path works (``http://127.0.0.1:PORT/v1`` for OpenAI, ``http://127.0.0.1:PORT`` for
+Anthropic, whose SDK adds ``/v1``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from typing import Any, Final
+
+import uvicorn
+
+from callsafe.model.vocabulary import Disconnect, Event
+from callsafe.providers import registry
+from callsafe.providers.sse import DONE, cut, encode_event
+from callsafe.providers.streams import render_payloads
+
+__all__ = [
+    "ENDPOINTS",
+    "LiveStream",
+    "LoopbackServer",
+    "StaticTrace",
+    "adversarial_chunks",
+    "shared_server",
+]
+
+ENDPOINTS: Final = {
+    "/chat/completions": "openai-chat",
+    "/responses": "openai-responses",
+    "/messages": "anthropic-messages",
+}
+KEEP_ALIVE: Final = b": keep-alive\n\n"
+_END: Final = b""
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class _Dropped(Exception):
+    """Raised inside the app to drop the connection mid-body (uvicorn then closes it)."""
+
+
+def adversarial_chunks(event: bytes) -> list[bytes]:
+    """One SSE event cut where decoders go wrong: inside the field name of its first line,
+    inside its first multi-byte UTF-8 character, and between its two final newlines."""
+    points = [3, len(event) - 1]
+    for i, byte in enumerate(event):
+        if byte >= 0xC0:  # the lead byte of a multi-byte character: cut right after it
+            points.append(i + 1)
+            break
+    return cut(event, points)
+
+
+def _encode(protocol: str, payload: Mapping[str, Any], event_id: int | None = None) -> bytes:
+    spec = registry.get(protocol)
+    data = encode_event(json.dumps(payload, ensure_ascii=False, separators=(",", ":")), spec.event_name(payload))
+    return (f"id: {event_id}\n".encode() + data) if event_id is not None else data
+
+
+def _route(path: str) -> str | None:
+    for suffix, protocol in ENDPOINTS.items():
+        if path.rstrip("/").endswith(suffix):
+            return protocol
+    return None
+
+
+class LiveStream:
+    """A response fed payload by payload while the harness runs a trace: one HTTP body,
+    served to the first request for its protocol."""
+
+    def __init__(self, server: LoopbackServer, protocol: str) -> None:
+        self.server = server
+        self.protocol = protocol
+        self.queue: asyncio.Queue[bytes | BaseException] = asyncio.Queue()
+        self.count = 0
+        self.abandoned = False  # the harness gave up on it before a request came: never served
+
+    def _put(self, item: bytes | BaseException) -> None:
+        self.server.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+
+    def push(self, payload: Mapping[str, Any]) -> None:
+        if self.count % 3 == 0:
+            self._put(KEEP_ALIVE)
+        self.count += 1
+        for piece in adversarial_chunks(_encode(self.protocol, payload)):
+            self._put(piece)
+
+    def finish(self, done_sentinel: bool) -> None:
+        """The body ends normally (after ``data: [DONE]`` where the protocol sends it)."""
+        if done_sentinel:
+            for piece in adversarial_chunks(encode_event(DONE)):
+                self._put(piece)
+        self._put(_END)
+
+    def abort(self) -> None:
+        """The connection drops here."""
+        self._put(_Dropped("the trace disconnects here"))
+
+    async def serve(self, send: Send) -> None:
+        while True:
+            item = await self.queue.get()
+            if isinstance(item, BaseException):
+                raise item
+            if item == _END:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            await send({"type": "http.response.body", "body": item, "more_body": True})
+
+
+class StaticTrace:
+    """``callsafe serve``: every request gets the trace's rendering; where the trace
+    disconnects, the first request's body drops there, and a reconnect with
+    ``Last-Event-ID`` gets the events after that id (the rest of the stream)."""
+
+    def __init__(self, protocol: str, events: Sequence[Event]) -> None:
+        self.protocol = protocol
+        cut_at = next((i for i, e in enumerate(events) if isinstance(e, Disconnect)), None)
+        wire = [e for e in events if not isinstance(e, Disconnect)]
+        self.full = render_payloads(protocol, wire)
+        self.head = self.full if cut_at is None else render_payloads(protocol, events[:cut_at])
+        self.drops = cut_at is not None
+
+    def chunks(self, last_event_id: int | None) -> tuple[list[bytes], bool]:
+        """The pieces of one response, and whether it ends by dropping the connection."""
+        if last_event_id is None:
+            start, payloads, drops = 0, self.head, self.drops
+        else:
+            start, payloads, drops = last_event_id + 1, self.full[last_event_id + 1 :], False
+        out: list[bytes] = []
+        for n, payload in enumerate(payloads):
+            if n % 3 == 0:
+                out.append(KEEP_ALIVE)
+            out += adversarial_chunks(_encode(self.protocol, payload, start + n))
+        if not drops and registry.get(self.protocol).done_sentinel:
+            out += adversarial_chunks(encode_event(DONE))
+        return out, drops
+
+
+class LoopbackServer:
+    """uvicorn on 127.0.0.1 in a thread of its own; ``port=0`` takes a free port."""
+
+    def __init__(self, port: int = 0, static: StaticTrace | None = None, host: str = "127.0.0.1") -> None:
+        self.static = static
+        self.live: asyncio.Queue[LiveStream] | None = None
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.host, self.port = self.sock.getsockname()[:2]
+        config = uvicorn.Config(self.app, log_level="critical", access_log=False, lifespan="off", ws="none")
+        self.server = uvicorn.Server(config)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="callsafe-loopback", daemon=True)
+        self.requests = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.live = asyncio.Queue()
+        self.loop.run_until_complete(self.server.serve(sockets=[self.sock]))
+
+    def start(self) -> LoopbackServer:
+        self.thread.start()
+        for _ in range(500):
+            if self.server.started:
+                return self
+            self.thread.join(timeout=0.01)
+        raise RuntimeError("the loopback provider did not start")
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=5)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def open_stream(self, protocol: str) -> LiveStream:
+        """A new response for the next request (from the harness's thread)."""
+        stream = LiveStream(self, protocol)
+        live = self.live
+        assert live is not None
+        self.loop.call_soon_threadsafe(live.put_nowait, stream)
+        return stream
+
+    # -- the ASGI app ------------------------------------------------------------------
+
+    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body", False):
+            pass  # the request body (the model, the messages, the tools) is not needed
+        self.requests += 1
+        protocol = _route(str(scope.get("path", "")))
+        if scope.get("method") != "POST" or protocol is None:
+            await _json(send, 404, {"error": {"message": f"no streaming endpoint at {scope.get('path')!r}"}})
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if self.static is not None:
+            await self._serve_static(send, protocol, headers.get("last-event-id"))
+            return
+        assert self.live is not None
+        while True:
+            try:
+                stream = await asyncio.wait_for(self.live.get(), timeout=30)
+            except TimeoutError:
+                await _json(send, 503, {"error": {"message": "no stream is ready for this request"}})
+                return
+            if not stream.abandoned:
+                break
+        if stream.protocol != protocol:
+            await _json(send, 400, {"error": {"message": f"this stream is {stream.protocol}, not {protocol}"}})
+            return
+        await _start_sse(send)
+        await stream.serve(send)
+
+    async def _serve_static(self, send: Send, protocol: str, last: str | None) -> None:
+        static = self.static
+        assert static is not None
+        if protocol != static.protocol:
+            await _json(send, 400, {"error": {"message": f"this trace is served as {static.protocol}"}})
+            return
+        try:
+            last_id = int(last) if last is not None else None
+        except ValueError:
+            await _json(send, 400, {"error": {"message": f"Last-Event-ID must be an integer, got {last!r}"}})
+            return
+        chunks, drops = static.chunks(last_id)
+        await _start_sse(send)
+        for piece in chunks:
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+        if drops:
+            raise _Dropped("the trace disconnects here")
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _start_sse(send: Send) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")],
+        }
+    )
+
+
+async def _json(send: Send, status: int, body: Mapping[str, Any]) -> None:
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": data, "more_body": False})
+
+
+_SHARED: LoopbackServer | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_server() -> LoopbackServer:
+    """This process's loopback provider for live streams, started on first use."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = LoopbackServer().start()
+        return _SHARED

@@ -1,0 +1,613 @@
+"""``exec:COMMAND``: any program, in any language, certified through the callsafe target
+protocol (:mod:`callsafe.contract.exec_protocol`) on its stdin and stdout.
+
+An :class:`ExecTarget` is a :class:`~callsafe.contract.target.Target` (and a
+``ProtocolTarget``) like any other: the harness runs it exactly as it runs an in-process
+target, and it turns each call into a message and the program's answers into calls of the
+harness's executor, business validator and ``observe``, at the moment they arrive. So an
+exec target's observations are the same objects, at the same steps, as those of the same
+implementation in process; that is what makes ``exec:python -m callsafe.adapters.reference``
+give the verdicts of ``reference:memory``.
+
+Processes: one per worker process and command, started on first use and reused across
+traces (``reset`` ends a trace) unless the program asks for one per trace. A program that
+crashes, hangs past a timeout, writes a line that is not a message, or breaks the protocol
+raises :class:`ExecTargetFailure` once (the runner records it against the trace, with the
+exit status and the last lines of the program's stderr); the rest of that trace is not
+delivered, the process is killed, and the next trace starts a fresh one.
+
+Timeouts (seconds, from the environment so that ``--workers`` processes see them too):
+``CALLSAFE_EXEC_MESSAGE_TIMEOUT`` (default 10) for each answer, and
+``CALLSAFE_EXEC_TRACE_TIMEOUT`` (default 60) for a whole trace.
+
+Wire mode: a program that reads a provider's protocol (``reads`` in ``init_ok``) gets each
+payload as a ``wire`` message, or, with ``"wire": "http"``, reads the stream with its own SDK
+from callsafe's loopback provider (:mod:`callsafe.loopback`), whose address it finds in
+``OPENAI_BASE_URL`` and ``ANTHROPIC_BASE_URL``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import os
+import queue
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any, Final
+
+from callsafe.contract.exec_protocol import (
+    FROM_TARGET,
+    OBSERVATION_KINDS,
+    PROTOCOL_NAME,
+    VERSION,
+    ProtocolError,
+    decode,
+    encode,
+)
+from callsafe.contract.target import CAPABILITIES, TargetEnv
+from callsafe.model.vocabulary import (
+    CallKey,
+    Disconnect,
+    Event,
+    LogLine,
+    TraceFormatError,
+    event_to_json,
+    observation_from_json,
+)
+
+__all__ = [
+    "ExecTarget",
+    "ExecTargetFailure",
+    "TargetRaised",
+    "exec_factory",
+    "run_mode",
+]
+
+STDERR_TAIL: Final = 10
+_EOF: Final = object()
+
+
+def _seconds(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+class ExecTargetFailure(RuntimeError):
+    """The program failed as a process: it crashed, hung, wrote something that is not a
+    message, or broke the protocol. Carries what happened, the exit status (``None``
+    while it still ran and had to be killed) and the last lines of its stderr."""
+
+    def __init__(self, what: str, exit_status: int | None, stderr_tail: list[str]) -> None:
+        self.what = what
+        self.exit_status = exit_status
+        self.stderr_tail = stderr_tail
+        status = "still running, killed" if exit_status is None else f"exit status {exit_status}"
+        tail = " | ".join(stderr_tail) if stderr_tail else "(empty)"
+        super().__init__(f"{what}; {status}; last lines of stderr: {tail}")
+
+
+class TargetRaised(RuntimeError):
+    """The program's code raised while handling a message (``done`` with an ``error``);
+    the process is fine and the trace goes on, as for an in-process target."""
+
+
+@dataclass(frozen=True)
+class Handshake:
+    """What the program said in ``init_ok``."""
+
+    name: str
+    reads: str
+    capabilities: frozenset[str]
+    version: int
+    process_per_trace: bool = False
+    wire: str = "stdio"
+    error: str | None = None  # the handshake failed: why (the target is then reported on every trace)
+
+
+class _Process:
+    """One running program: its pipes, a thread per output stream, its stderr tail."""
+
+    def __init__(self, argv: list[str], env: Mapping[str, str]) -> None:
+        self.argv = argv
+        self.popen = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            start_new_session=True,
+        )
+        self.lines: queue.Queue[Any] = queue.Queue()
+        self.stderr: collections.deque[str] = collections.deque(maxlen=200)
+        self.next_id = 0
+        assert self.popen.stdout is not None and self.popen.stderr is not None
+        threading.Thread(target=self._pump, args=(self.popen.stdout,), daemon=True).start()
+        self._stderr_thread = threading.Thread(target=self._drain, args=(self.popen.stderr,), daemon=True)
+        self._stderr_thread.start()
+
+    def _pump(self, stream: IO[bytes]) -> None:
+        for line in stream:
+            self.lines.put(line)
+        self.lines.put(_EOF)
+
+    def _drain(self, stream: IO[bytes]) -> None:
+        for line in stream:
+            self.stderr.append(line.decode("utf-8", errors="replace").rstrip("\n"))
+
+    def send(self, message: dict[str, Any]) -> int:
+        mid = message.get("id")
+        if mid is None:
+            mid = self.next_id
+            self.next_id += 1
+        stdin = self.popen.stdin
+        assert stdin is not None
+        stdin.write(encode({**message, "id": mid}))
+        stdin.flush()
+        return mid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def failure(self, what: str) -> ExecTargetFailure:
+        """Kill the process (if it still runs) and describe what went wrong."""
+        status = self.popen.poll()
+        if status is None:
+            self.kill()
+        else:
+            self._stderr_thread.join(timeout=1)
+        return ExecTargetFailure(what, status, list(self.stderr)[-STDERR_TAIL:])
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(self.popen.pid, 9)
+        with contextlib.suppress(Exception):
+            self.popen.wait(timeout=5)
+        self._stderr_thread.join(timeout=1)
+
+    def stop(self) -> None:
+        """Ask politely (``shutdown``, then end of stdin), then kill."""
+        with contextlib.suppress(Exception):
+            self.send({"type": "shutdown"})
+            assert self.popen.stdin is not None
+            self.popen.stdin.close()
+            self.popen.wait(timeout=2)
+        if self.alive():
+            self.kill()
+
+
+class _Pool:
+    """The processes of one command in this worker process."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.argv = shlex.split(command)
+        if not self.argv:
+            raise ValueError("exec: needs a command")
+        self.idle: list[_Process] = []
+        self.handshake: Handshake | None = None
+        self.lock = threading.Lock()
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["CALLSAFE_TARGET_PROTOCOL"] = f"{PROTOCOL_NAME}/{VERSION}"
+        base = _loopback_base()
+        if base is not None:
+            env["OPENAI_BASE_URL"] = f"{base}/v1"
+            env["ANTHROPIC_BASE_URL"] = base
+            env.setdefault("OPENAI_API_KEY", "callsafe-loopback")
+            env.setdefault("ANTHROPIC_API_KEY", "callsafe-loopback")
+        return env
+
+    def spawn(self) -> tuple[_Process, Handshake]:
+        try:
+            process = _Process(self.argv, self._environment())
+        except OSError as exc:
+            raise ExecTargetFailure(f"cannot start {self.command!r}: {exc}", None, []) from None
+        timeout = _seconds("CALLSAFE_EXEC_MESSAGE_TIMEOUT", 10.0)
+        try:
+            mid = process.send({"type": "init", "protocol": PROTOCOL_NAME, "version": VERSION})
+        except OSError:
+            raise process.failure("the program closed its stdin before the handshake") from None
+        try:
+            line = process.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise process.failure(f"no answer to 'init' within {timeout:g} s") from None
+        if line is _EOF:
+            raise process.failure("the program exited before answering 'init'")
+        try:
+            message = decode(line, FROM_TARGET)
+            if message["type"] != "init_ok" or message.get("id") != mid:
+                raise ProtocolError(f"the answer to 'init' must be 'init_ok', got {message['type']!r}")
+            if message.get("protocol") != PROTOCOL_NAME or message.get("version") != VERSION:
+                raise ProtocolError(
+                    f"the program speaks {message.get('protocol')!r} version {message.get('version')!r}; "
+                    f"callsafe speaks {PROTOCOL_NAME!r} version {VERSION}"
+                )
+            handshake = _handshake(message)
+        except ProtocolError as exc:
+            raise process.failure(f"handshake: {exc}") from None
+        return process, handshake
+
+    def describe(self) -> Handshake:
+        """What the program declares (from a first process, kept for the first trace)."""
+        with self.lock:
+            if self.handshake is None:
+                try:
+                    process, self.handshake = self.spawn()
+                    self.idle.append(process)
+                except ExecTargetFailure as exc:
+                    name = f"exec:{self.command}"
+                    self.handshake = Handshake(name, "abstract", frozenset(), 0, error=str(exc))
+            return self.handshake
+
+    def acquire(self) -> tuple[_Process, Handshake]:
+        with self.lock:
+            while self.idle:
+                process = self.idle.pop()
+                if process.alive() and self.handshake is not None and self.handshake.error is None:
+                    return process, self.handshake
+                process.kill()
+        process, handshake = self.spawn()
+        with self.lock:
+            if self.handshake is None or self.handshake.error is not None:
+                self.handshake = handshake
+        return process, handshake
+
+    def release(self, process: _Process) -> None:
+        with self.lock:
+            self.idle.append(process)
+
+    def close(self) -> None:
+        with self.lock:
+            idle, self.idle = self.idle, []
+        for process in idle:
+            process.stop()
+
+
+def _handshake(message: Mapping[str, Any]) -> Handshake:
+    capabilities = message.get("capabilities")
+    if not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities):
+        raise ProtocolError("'capabilities' must be a list of strings")
+    unknown = set(capabilities) - CAPABILITIES
+    if unknown:
+        raise ProtocolError(f"unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
+    name, reads = message.get("name"), message.get("reads")
+    if not isinstance(name, str) or not isinstance(reads, str):
+        raise ProtocolError("'name' and 'reads' must be strings")
+    wire = message.get("wire", "stdio")
+    if wire not in ("stdio", "http"):
+        raise ProtocolError(f"'wire' must be 'stdio' or 'http', got {wire!r}")
+    return Handshake(
+        name,
+        reads,
+        frozenset(capabilities),
+        int(message["version"]),
+        bool(message.get("process_per_trace", False)),
+        str(wire),
+    )
+
+
+_POOLS: dict[str, _Pool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(command: str) -> _Pool:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(command)
+        if pool is None:
+            pool = _POOLS[command] = _Pool(command)
+        return pool
+
+
+@atexit.register
+def _stop_all() -> None:
+    for pool in list(_POOLS.values()):
+        pool.close()
+
+
+def _loopback_base() -> str | None:
+    """The loopback provider's address for this process's programs, or ``None`` when its
+    server (``callsafe[serve]``) is not installed: then no program can use wire mode over
+    HTTP, and one that asks is told so."""
+    try:
+        from callsafe.loopback.server import shared_server
+    except ImportError:
+        return None
+    return shared_server().base_url
+
+
+def run_mode(handshake: Handshake) -> str:
+    """How the program is run, as reports say it: ``exec`` or ``exec, wire mode (...)``."""
+    if handshake.reads == "abstract":
+        return "exec"
+    return f"exec, wire mode ({handshake.reads} over {handshake.wire})"
+
+
+@dataclass
+class _Trace:
+    """The state of the trace being run."""
+
+    process: _Process
+    env: TargetEnv
+    deadline: float
+    failed: bool = False
+    stream: Any = None  # the open loopback stream (wire mode over HTTP)
+    stream_id: int | None = None
+    finished_streams: set[int] = field(default_factory=set)
+
+
+class ExecTarget:
+    """A program behind the target protocol (see the module docstring)."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self._pool = _pool(command)
+        handshake = self._pool.describe()
+        self.handshake = handshake
+        self.name = handshake.name
+        self.protocol = handshake.reads
+        self.capabilities = handshake.capabilities
+        self.protocol_version = VERSION
+        self._trace: _Trace | None = None
+        self.message_timeout = _seconds("CALLSAFE_EXEC_MESSAGE_TIMEOUT", 10.0)
+        self.trace_timeout = _seconds("CALLSAFE_EXEC_TRACE_TIMEOUT", 60.0)
+        self.settle = _seconds("CALLSAFE_EXEC_SETTLE", 0.01)
+
+    @property
+    def run_mode(self) -> str:
+        return run_mode(self.handshake)
+
+    def run_description(self) -> dict[str, Any]:
+        """What reports say about how this target's traces ran."""
+        out: dict[str, Any] = {
+            "mode": "exec" if self.protocol == "abstract" else "exec, wire mode",
+            "command": self.command,
+            "protocol": PROTOCOL_NAME,
+            "protocol_version": VERSION,
+            "process_per_trace": self.handshake.process_per_trace,
+        }
+        if self.protocol != "abstract":
+            out["wire"] = self.handshake.wire
+        if self.handshake.error is not None:
+            out["handshake_error"] = self.handshake.error
+        return out
+
+    # -- Target ------------------------------------------------------------------------
+
+    def start(self, env: TargetEnv) -> None:
+        process, handshake = self._pool.acquire()
+        self.handshake = handshake
+        trace = self._trace = _Trace(process, env, time.monotonic() + self.trace_timeout)
+        self._call(
+            {
+                "type": "start",
+                "tools": {name: spec.to_json() for name, spec in env.tools.items()},
+                "limits": env.limits.to_json(),
+                "store_dir": str(env.store_dir) if env.store_dir is not None else None,
+            },
+            "start",
+        )
+        del trace
+
+    def receive(self, event: Event) -> None:
+        trace = self._trace
+        if trace is None or trace.failed:
+            return
+        if isinstance(event, Disconnect) and trace.stream is not None:
+            trace.stream.abort()  # the connection drops under the program's SDK
+            self._finish_stream(trace)
+        message: dict[str, Any] = {"type": "event", "step": trace.env.step(), "event": event_to_json(event)}
+        if event.kind == "tool_changed":
+            message["tools"] = {name: spec.to_json() for name, spec in trace.env.tools.items()}
+        self._call(message, event.kind)
+
+    def receive_wire(self, payload: Mapping[str, Any]) -> None:
+        trace = self._trace
+        if trace is None or trace.failed:
+            return
+        if self.handshake.wire == "http":
+            self._http_payload(trace, payload)
+            return
+        self._call({"type": "wire", "step": trace.env.step(), "payload": dict(payload)}, "wire")
+
+    def end_stream(self) -> None:
+        trace = self._trace
+        if trace is None or trace.failed:
+            return
+        if self.handshake.wire == "http":
+            if trace.stream is not None:
+                trace.stream.finish(self._done_sentinel())
+                self._finish_stream(trace)
+            return
+        self._call({"type": "end_stream"}, "end_stream")
+
+    def restart(self) -> None:
+        trace = self._trace
+        if trace is None or trace.failed:
+            return
+        self._call({"type": "restart"}, "restart")
+
+    def close(self) -> None:
+        trace, self._trace = self._trace, None
+        if trace is None:
+            return
+        if trace.stream is not None and not trace.failed:
+            trace.stream.abandoned = True
+            trace.stream.abort()
+            with contextlib.suppress(ExecTargetFailure, TargetRaised):
+                self._finish_stream(trace)
+        if trace.failed:
+            trace.process.kill()
+            return
+        if self.handshake.process_per_trace:
+            trace.process.stop()
+            return
+        self._trace = trace
+        try:
+            self._call({"type": "reset"}, "reset")
+        finally:
+            self._trace = None
+        if trace.failed:
+            trace.process.kill()
+        else:
+            self._pool.release(trace.process)
+
+    # -- the exchange ----------------------------------------------------------------
+
+    def _fail(self, trace: _Trace, what: str) -> ExecTargetFailure:
+        trace.failed = True
+        if trace.stream is not None:
+            trace.stream.abandoned = True
+            trace.stream.abort()
+        return trace.process.failure(what)
+
+    def _call(self, message: dict[str, Any], what: str) -> None:
+        trace = self._trace
+        assert trace is not None
+        try:
+            mid = trace.process.send(message)
+        except (OSError, ValueError):
+            raise self._fail(trace, f"the program closed its stdin before {what!r}") from None
+        self._await(trace, mid, what)
+
+    def _await(self, trace: _Trace, mid: int | None, what: str, settle: float | None = None) -> None:
+        """Handle the program's messages until it answers ``mid`` (or, with ``settle``,
+        until it has been quiet that long)."""
+        while True:
+            now = time.monotonic()
+            if now >= trace.deadline:
+                raise self._fail(trace, f"the trace took longer than {self.trace_timeout:g} s (at {what!r})")
+            wait = min(settle if settle is not None else self.message_timeout, trace.deadline - now)
+            try:
+                line = trace.process.lines.get(timeout=wait)
+            except queue.Empty:
+                if settle is not None:
+                    return
+                raise self._fail(trace, f"no answer to {what!r} within {self.message_timeout:g} s") from None
+            if line is _EOF:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    trace.process.popen.wait(timeout=2)
+                raise self._fail(trace, f"the program exited while handling {what!r}")
+            try:
+                message = decode(line, FROM_TARGET)
+                if self._handle(trace, message, mid):
+                    return
+            except (ProtocolError, TraceFormatError) as exc:
+                raise self._fail(trace, f"protocol: {exc}") from None
+            if trace.failed:
+                return  # a nested delivery lost the process; the rest of the trace is not delivered
+
+    def _handle(self, trace: _Trace, message: dict[str, Any], mid: int | None) -> bool:
+        """One message from the program; True when it is the answer awaited."""
+        kind = message["type"]
+        env = trace.env
+        if kind == "done":
+            done = message["id"]
+            if done == mid:
+                error = message.get("error")
+                if error is not None:
+                    raise TargetRaised(str(error))
+                return True
+            if done == trace.stream_id:
+                trace.finished_streams.add(done)
+                return mid is None
+            raise ProtocolError(f"'done' for message {done!r}, which is not awaited (awaiting {mid!r})")
+        if kind == "execute":
+            env.executor(
+                CallKey.from_json(message["key"]),
+                _text(message, "actor"),
+                _text(message, "tool"),
+                message["arguments"],
+                message.get("traceparent"),
+            )
+        elif kind == "validate":
+            arguments = message["arguments"]
+            if not isinstance(arguments, dict):
+                raise ProtocolError("'validate' needs the arguments as an object")
+            reason = env.business_validator(CallKey.from_json(message["key"]), _text(message, "tool"), arguments)
+            if not trace.failed:
+                try:
+                    trace.process.send({"type": "validation", "id": message["id"], "reason": reason})
+                except OSError:
+                    raise self._fail(trace, "the program closed its stdin while validating") from None
+        elif kind == "observe":
+            env.observe(_observation(message["observation"], env.step()))
+        elif kind == "log":
+            env.observe(LogLine(env.step(), _text(message, "text")))
+        else:
+            raise ProtocolError(f"the program sent {kind!r} outside the handshake")
+        return False
+
+    # -- wire mode over HTTP -----------------------------------------------------------
+
+    def _done_sentinel(self) -> bool:
+        from callsafe.providers import registry
+
+        return bool(registry.get(self.protocol).done_sentinel)
+
+    def _http_payload(self, trace: _Trace, payload: Mapping[str, Any]) -> None:
+        if trace.stream is None:
+            from callsafe.loopback.server import shared_server
+
+            server = shared_server()
+            trace.stream = server.open_stream(self.protocol)
+            try:
+                trace.stream_id = trace.process.send(
+                    {"type": "stream", "protocol": self.protocol, "base_url": server.base_url}
+                )
+            except OSError:
+                raise self._fail(trace, "the program closed its stdin before 'stream'") from None
+        trace.stream.push(payload)
+        self._await(trace, None, "stream", settle=self.settle)
+
+    def _finish_stream(self, trace: _Trace) -> None:
+        """Wait until the program's stream handler has returned (its ``done``)."""
+        sid = trace.stream_id
+        if sid is not None:
+            self._await_stream(trace, sid)
+        trace.stream = None
+        trace.stream_id = None
+
+    def _await_stream(self, trace: _Trace, sid: int) -> None:
+        while sid not in trace.finished_streams and not trace.failed:
+            self._await(trace, None, "stream", settle=self.message_timeout)
+            if sid not in trace.finished_streams and not trace.failed:
+                raise self._fail(
+                    trace, f"the program's stream handler did not return within {self.message_timeout:g} s"
+                )
+
+
+def _text(message: Mapping[str, Any], name: str) -> str:
+    value = message.get(name)
+    if not isinstance(value, str):
+        raise ProtocolError(f"{message['type']!r} needs {name!r} as a string")
+    return value
+
+
+def _observation(data: Any, step: int) -> Any:
+    if not isinstance(data, dict) or len(data) != 1:
+        raise ProtocolError("'observe' needs one observation as a one-key object")
+    ((kind, body),) = data.items()
+    if kind not in OBSERVATION_KINDS:
+        raise ProtocolError(f"a target cannot report {kind!r}; it reports {', '.join(OBSERVATION_KINDS)}")
+    if not isinstance(body, dict):
+        raise ProtocolError(f"observation {kind!r} must be an object of fields")
+    return observation_from_json({kind: {**body, "step": step}})
+
+
+def exec_factory(command: str) -> Any:
+    """The factory for ``exec:COMMAND`` (each call a fresh target over the pooled process)."""
+
+    def factory() -> ExecTarget:
+        return ExecTarget(command)
+
+    factory.__qualname__ = f"exec:{command}"
+    return factory
