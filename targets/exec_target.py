@@ -514,7 +514,7 @@ class ExecTarget:
             if done == mid:
                 error = message.get("error")
                 if error is not None:
-                    raise TargetRaised(str(error))
+                    raise _raised(str(error))
                 return True
             if done == trace.stream_id:
                 trace.finished_streams.add(done)
@@ -583,6 +583,22 @@ class ExecTarget:
                 raise self._fail(
                     trace, f"the program's stream handler did not return within {self.message_timeout:g} s"
                 )
+
+
+_RAISED: dict[str, type[TargetRaised]] = {}
+
+
+def _raised(error: str) -> TargetRaised:
+    """The program's ``"Type: message"`` as an exception named ``Type`` (a
+    :class:`TargetRaised`), so the runner records it in the words it records an in-process
+    target's exception with."""
+    name, sep, text = error.partition(": ")
+    if not sep or not name.isidentifier():
+        return TargetRaised(error)
+    cls = _RAISED.get(name)
+    if cls is None:
+        cls = _RAISED[name] = type(name, (TargetRaised,), {"__module__": __name__})
+    return cls(text)
 
 
 def _text(message: Mapping[str, Any], name: str) -> str:
