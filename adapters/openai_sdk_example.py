@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import openai
+
 from callsafe.adapters.stdio import serve
 from callsafe.contract.target import TargetEnv
 from callsafe.model.vocabulary import CallKey, Event, TurnStarted
@@ -54,8 +56,6 @@ class OpenAIChatProgram:
         self.env = None
 
     def stream(self, base_url: str) -> None:
-        import openai
-
         env, turn = self.env, self.turn
         assert env is not None
         client = openai.OpenAI(max_retries=0)

@@ -638,6 +638,42 @@ def _differences_from_reference(target: str, trace: Any, checked: Any, timeout: 
     return lines
 
 
+@main.command("serve")
+@click.argument("trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--protocol",
+    type=click.Choice(["openai-chat", "openai-responses", "anthropic-messages"]),
+    default="openai-chat",
+    show_default=True,
+    help="The protocol every request is answered in (the request's path must match).",
+)
+@click.option("--port", default=8765, show_default=True, help="Port on 127.0.0.1 (0: any free port).")
+def serve_command(trace_file: Path, protocol: str, port: int) -> None:
+    """Serve TRACE_FILE as a provider's stream on 127.0.0.1 (the loopback provider).
+
+    Point a program's SDK at it: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 or
+    ANTHROPIC_BASE_URL=http://127.0.0.1:PORT. Every request gets the trace rendered for
+    PROTOCOL as real SSE (adversarial chunk boundaries, keep-alives); where the trace
+    disconnects the connection drops, and a reconnect with Last-Event-ID gets the rest."""
+    try:
+        from callsafe.loopback.server import LoopbackServer, StaticTrace
+    except ImportError:
+        raise click.ClickException("callsafe serve needs uvicorn: pip install 'callsafe[serve]'") from None
+    from callsafe.model.vocabulary import Trace
+
+    try:
+        trace = Trace.loads(trace_file.read_text(encoding="utf-8"))
+        static = StaticTrace(protocol, trace.events)
+    except (ValueError, KeyError) as exc:
+        raise click.ClickException(f"{trace_file}: {exc}") from None
+    server = LoopbackServer(port=port, static=static).start()
+    click.echo(f"serving {trace_file.name} as {protocol} at {server.base_url} (Ctrl-C stops)")
+    try:
+        server.thread.join()
+    except KeyboardInterrupt:
+        server.stop()
+
+
 @main.command("selftest")
 @click.option("--budget", type=float, default=None, metavar="SECONDS", help="Budget per mutant.")
 @click.option("--depth", default=2, show_default=True, help="Exhaustive bound per mutant.")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
@@ -36,6 +37,7 @@ import uvicorn
 
 from callsafe.model.vocabulary import Disconnect, Event
 from callsafe.providers import registry
+from callsafe.providers.base import WIRE_EVENTS
 from callsafe.providers.sse import DONE, cut, encode_event
 from callsafe.providers.streams import render_payloads
 
@@ -99,7 +101,8 @@ class LiveStream:
         self.protocol = protocol
         self.queue: asyncio.Queue[bytes | BaseException] = asyncio.Queue()
         self.count = 0
-        self.abandoned = False  # the harness gave up on it before a request came: never served
+        self.abandoned = False  # the program's handler ended without requesting it: never served
+        self.served = False
 
     def _put(self, item: bytes | BaseException) -> None:
         self.server.loop.call_soon_threadsafe(self.queue.put_nowait, item)
@@ -140,6 +143,7 @@ class StaticTrace:
 
     def __init__(self, protocol: str, events: Sequence[Event]) -> None:
         self.protocol = protocol
+        events = [e for e in events if isinstance(e, WIRE_EVENTS)]  # turns and controls are the application's
         cut_at = next((i for i, e in enumerate(events) if isinstance(e, Disconnect)), None)
         wire = [e for e in events if not isinstance(e, Disconnect)]
         self.full = render_payloads(protocol, wire)
@@ -167,12 +171,15 @@ class LoopbackServer:
 
     def __init__(self, port: int = 0, static: StaticTrace | None = None, host: str = "127.0.0.1") -> None:
         self.static = static
-        self.live: asyncio.Queue[LiveStream] | None = None
+        self.channels: dict[str, asyncio.Queue[LiveStream]] = {}
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
         self.host, self.port = self.sock.getsockname()[:2]
-        config = uvicorn.Config(self.app, log_level="critical", access_log=False, lifespan="off", ws="none")
+        level = os.environ.get("CALLSAFE_LOOPBACK_LOG", "critical")  # "info" shows every request and error
+        config = uvicorn.Config(
+            self.app, log_level=level, access_log=level != "critical", lifespan="off", ws="none", interface="asgi3"
+        )
         self.server = uvicorn.Server(config)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, name="callsafe-loopback", daemon=True)
@@ -184,7 +191,6 @@ class LoopbackServer:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.live = asyncio.Queue()
         self.loop.run_until_complete(self.server.serve(sockets=[self.sock]))
 
     def start(self) -> LoopbackServer:
@@ -201,12 +207,20 @@ class LoopbackServer:
         with contextlib.suppress(OSError):
             self.sock.close()
 
-    def open_stream(self, protocol: str) -> LiveStream:
-        """A new response for the next request (from the harness's thread)."""
+    def channel_url(self, channel: str) -> str:
+        """The base address of one program's channel: its requests get its streams only."""
+        return f"{self.base_url}/c/{channel}"
+
+    def _queue(self, channel: str) -> asyncio.Queue[LiveStream]:
+        queue = self.channels.get(channel)
+        if queue is None:
+            queue = self.channels[channel] = asyncio.Queue()
+        return queue
+
+    def open_stream(self, protocol: str, channel: str = "") -> LiveStream:
+        """A new response for the channel's next request (from the harness's thread)."""
         stream = LiveStream(self, protocol)
-        live = self.live
-        assert live is not None
-        self.loop.call_soon_threadsafe(live.put_nowait, stream)
+        self.loop.call_soon_threadsafe(lambda: self._queue(channel).put_nowait(stream))
         return stream
 
     # -- the ASGI app ------------------------------------------------------------------
@@ -225,14 +239,16 @@ class LoopbackServer:
         if self.static is not None:
             await self._serve_static(send, protocol, headers.get("last-event-id"))
             return
-        assert self.live is not None
+        path = str(scope.get("path", ""))
+        channel = path.split("/")[2] if path.startswith("/c/") and path.count("/") > 2 else ""
         while True:
             try:
-                stream = await asyncio.wait_for(self.live.get(), timeout=30)
+                stream = await asyncio.wait_for(self._queue(channel).get(), timeout=30)
             except TimeoutError:
                 await _json(send, 503, {"error": {"message": "no stream is ready for this request"}})
                 return
             if not stream.abandoned:
+                stream.served = True
                 break
         if stream.protocol != protocol:
             await _json(send, 400, {"error": {"message": f"this stream is {stream.protocol}, not {protocol}"}})

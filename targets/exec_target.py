@@ -18,7 +18,8 @@ delivered, the process is killed, and the next trace starts a fresh one.
 
 Timeouts (seconds, from the environment so that ``--workers`` processes see them too):
 ``CALLSAFE_EXEC_MESSAGE_TIMEOUT`` (default 10) for each answer, and
-``CALLSAFE_EXEC_TRACE_TIMEOUT`` (default 60) for a whole trace.
+``CALLSAFE_EXEC_TRACE_TIMEOUT`` (default 60) for a whole trace; a program gets
+``CALLSAFE_EXEC_START_TIMEOUT`` (default 30) to start and answer ``init``.
 
 Wire mode: a program that reads a provider's protocol (``reads`` in ``init_ok``) gets each
 payload as a ``wire`` message, or, with ``"wire": "http"``, reads the stream with its own SDK
@@ -31,6 +32,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import itertools
 import os
 import queue
 import shlex
@@ -115,8 +117,9 @@ class Handshake:
 class _Process:
     """One running program: its pipes, a thread per output stream, its stderr tail."""
 
-    def __init__(self, argv: list[str], env: Mapping[str, str]) -> None:
+    def __init__(self, argv: list[str], env: Mapping[str, str], channel: str) -> None:
         self.argv = argv
+        self.channel = channel  # its own path at the loopback provider
         self.popen = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -195,10 +198,10 @@ class _Pool:
         self.handshake: Handshake | None = None
         self.lock = threading.Lock()
 
-    def _environment(self) -> dict[str, str]:
+    def _environment(self, channel: str) -> dict[str, str]:
         env = dict(os.environ)
         env["CALLSAFE_TARGET_PROTOCOL"] = f"{PROTOCOL_NAME}/{VERSION}"
-        base = _loopback_base()
+        base = _loopback_base(channel)
         if base is not None:
             env["OPENAI_BASE_URL"] = f"{base}/v1"
             env["ANTHROPIC_BASE_URL"] = base
@@ -208,10 +211,11 @@ class _Pool:
 
     def spawn(self) -> tuple[_Process, Handshake]:
         try:
-            process = _Process(self.argv, self._environment())
+            channel = f"p{next(_CHANNELS)}"
+            process = _Process(self.argv, self._environment(channel), channel)
         except OSError as exc:
             raise ExecTargetFailure(f"cannot start {self.command!r}: {exc}", None, []) from None
-        timeout = _seconds("CALLSAFE_EXEC_MESSAGE_TIMEOUT", 10.0)
+        timeout = max(_seconds("CALLSAFE_EXEC_MESSAGE_TIMEOUT", 10.0), _seconds("CALLSAFE_EXEC_START_TIMEOUT", 30.0))
         try:
             mid = process.send({"type": "init", "protocol": PROTOCOL_NAME, "version": VERSION})
         except OSError:
@@ -313,7 +317,10 @@ def _stop_all() -> None:
         pool.close()
 
 
-def _loopback_base() -> str | None:
+_CHANNELS = itertools.count()
+
+
+def _loopback_base(channel: str) -> str | None:
     """The loopback provider's address for this process's programs, or ``None`` when its
     server (``callsafe[serve]``) is not installed: then no program can use wire mode over
     HTTP, and one that asks is told so."""
@@ -321,7 +328,7 @@ def _loopback_base() -> str | None:
         from callsafe.loopback.server import shared_server
     except ImportError:
         return None
-    return shared_server().base_url
+    return shared_server().channel_url(channel)
 
 
 def run_mode(handshake: Handshake) -> str:
@@ -440,7 +447,6 @@ class ExecTarget:
         if trace is None:
             return
         if trace.stream is not None and not trace.failed:
-            trace.stream.abandoned = True
             trace.stream.abort()
             with contextlib.suppress(ExecTargetFailure, TargetRaised):
                 self._finish_stream(trace)
@@ -518,6 +524,8 @@ class ExecTarget:
                 return True
             if done == trace.stream_id:
                 trace.finished_streams.add(done)
+                if trace.stream is not None and not trace.stream.served:
+                    trace.stream.abandoned = True  # the handler ended without asking for it
                 return mid is None
             raise ProtocolError(f"'done' for message {done!r}, which is not awaited (awaiting {mid!r})")
         if kind == "execute":
@@ -558,10 +566,10 @@ class ExecTarget:
             from callsafe.loopback.server import shared_server
 
             server = shared_server()
-            trace.stream = server.open_stream(self.protocol)
+            trace.stream = server.open_stream(self.protocol, trace.process.channel)
             try:
                 trace.stream_id = trace.process.send(
-                    {"type": "stream", "protocol": self.protocol, "base_url": server.base_url}
+                    {"type": "stream", "protocol": self.protocol, "base_url": server.channel_url(trace.process.channel)}
                 )
             except OSError:
                 raise self._fail(trace, "the program closed its stdin before 'stream'") from None

@@ -1,0 +1,106 @@
+"""Wire mode over HTTP: the loopback provider serves real SSE to a program's own SDK; an
+unmodified openai SDK program and a naive node assembler are certified through it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from callsafe.certify.checking import check_trace
+from callsafe.certify.harness import Options, certify
+from callsafe.loopback.server import LoopbackServer, StaticTrace
+from callsafe.model.builder import TraceBuilder
+from callsafe.model.vocabulary import Trace
+from callsafe.providers.sse import SSEDecoder
+from callsafe.reporting.report import report_json, write_reports
+
+ROOT = Path(__file__).resolve().parents[1]
+NODE_DIR = ROOT / "adapters" / "node"
+WIRE = Options(generators=("wire",), minimize=True, minimize_budget=10)
+
+
+def _trace(disconnect: bool) -> Trace:
+    b = TraceBuilder(tools={"pay": {"type": "object"}}).turn("t1", actor="u1", tenant="acme")
+    b = b.open("call_1", "pay", item="0").fragment("call_1", '{"note":"h\u00e9').fragment("call_1", 'llo"}')
+    if disconnect:
+        return b.disconnect().build()
+    return b.terminal("call_1").response_end().build()
+
+
+def test_the_loopback_provider_cuts_inside_utf8_and_data_lines_and_the_stream_decodes_whole() -> None:
+    server = LoopbackServer(static=StaticTrace("openai-chat", _trace(False).events)).start()
+    try:
+        with httpx.stream("POST", f"{server.base_url}/v1/chat/completions", json={}) as response:
+            pieces = list(response.iter_raw())
+        assert b": keep-alive\n\n" in pieces
+        assert any(p.endswith(b"\xc3") for p in pieces), "a chunk ends inside a two-byte character"
+        assert any(p in (b"dat", b"id:") for p in pieces), "a chunk ends inside a field name"
+        events = SSEDecoder()
+        decoded = [e for p in pieces for e in events.feed(p)] + events.close()
+        args = "".join(
+            tc["function"].get("arguments", "")
+            for e in decoded
+            if e.data != "[DONE]"
+            for tc in json.loads(e.data)["choices"][0]["delta"].get("tool_calls", [])
+        )
+        assert json.loads(args) == {"note": "h\u00e9llo"}
+    finally:
+        server.stop()
+
+
+def test_a_disconnect_drops_the_connection_and_a_reconnect_with_last_event_id_replays_the_rest() -> None:
+    server = LoopbackServer(static=StaticTrace("openai-chat", _trace(True).events)).start()
+    try:
+        dropped = SSEDecoder()
+        got: list = []
+        # the body stops without its last chunk
+        with (
+            pytest.raises(httpx.RemoteProtocolError),
+            httpx.stream("POST", f"{server.base_url}/v1/chat/completions", json={}) as r,
+        ):
+            for piece in r.iter_raw():
+                got += dropped.feed(piece)
+        assert got and all(e.data != "[DONE]" for e in got)
+        with httpx.stream(
+            "POST", f"{server.base_url}/v1/chat/completions", json={}, headers={"Last-Event-ID": "0"}
+        ) as r:
+            rest = SSEDecoder()
+            events = [e for piece in r.iter_raw() for e in rest.feed(piece)] + rest.close()
+        assert events and events[-1].data == "[DONE]"  # the replayed stream ends cleanly
+        assert server.requests == 2
+    finally:
+        server.stop()
+
+
+def test_an_unmodified_openai_sdk_program_is_certified_in_wire_mode_over_http() -> None:
+    cert = certify(f"exec:{sys.executable} -m callsafe.adapters.openai_sdk_example", WIRE)
+    doc = report_json(cert)
+    assert doc["target"]["run"]["mode"] == "exec, wire mode" and doc["target"]["run"]["wire"] == "http"
+    assert doc["target_errors"] == []
+    assert doc["summary"]["traces_run"] > 50
+    checked = {inv["id"]: inv for inv in doc["invariants"]}
+    assert checked["INV-TERMINAL"]["traces_checked"] > 50
+    # and it did run tools: a trace whose one call completes is judged live
+    trace = next(t for t in __import__("callsafe.certify.wire_traces", fromlist=["x"]).wire_traces())
+    run = check_trace(f"exec:{sys.executable} -m callsafe.adapters.openai_sdk_example", trace).run
+    assert run is not None and any(o.kind == "executed" for o in run.observations)
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or not (NODE_DIR / "node_modules" / "openai").is_dir(),
+    reason="node, or adapters/node's packages (npm ci in adapters/node), not installed",
+)
+def test_the_naive_node_assembler_is_caught_with_a_replayable_counterexample(tmp_path: Path) -> None:
+    spec = f"exec:node {NODE_DIR / 'examples' / 'naive-assembler.mjs'}"
+    cert = certify(spec, WIRE)
+    assert "INV-TERMINAL" in cert.violated
+    reports = write_reports(cert, tmp_path)
+    files = [p for p in reports.counterexamples if p.suffix == ".json" and "terminal" in p.name]
+    assert files, reports.counterexamples
+    replayed = check_trace(spec, Trace.loads(files[0].read_text(encoding="utf-8")))
+    assert "INV-TERMINAL" in replayed.violated
