@@ -8,6 +8,10 @@ and SSE decoder, the tool-call deltas accumulated by index, and the tools run wh
 response finished with ``finish_reason == "tool_calls"``. Nothing in the SDK is replaced:
 callsafe sees only what the program sends to its executor.
 
+What callsafe finds in it (``--generators wire``): accumulating by ``index``, as the SDK's
+own examples do, glues two calls that share an index into one call named ``paypay``
+(INV-EXACT-ARGS, INV-TERMINAL), the bug the library matrix finds in the SDKs' accumulators.
+
 ``callsafe certify 'exec:python -m callsafe.adapters.openai_sdk_example'``
 """
 
@@ -90,7 +94,7 @@ class OpenAIChatProgram:
             return
         for index, call in sorted(calls.items()):
             try:
-                arguments = json.loads(call["arguments"] or "{}")
+                arguments = json.loads(call["arguments"])  # no arguments at all is not "{}"
             except ValueError:
                 continue  # not a call the model finished: never run it
             key = CallKey(turn.tenant, turn.turn, response_id, str(index), call["id"] or f"{response_id}#{index}")

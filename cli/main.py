@@ -648,13 +648,15 @@ def _differences_from_reference(target: str, trace: Any, checked: Any, timeout: 
     help="The protocol every request is answered in (the request's path must match).",
 )
 @click.option("--port", default=8765, show_default=True, help="Port on 127.0.0.1 (0: any free port).")
-def serve_command(trace_file: Path, protocol: str, port: int) -> None:
+@click.option("--event-ids", is_flag=True, help="Number the events (id:), so a reconnect with Last-Event-ID resumes.")
+def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool) -> None:
     """Serve TRACE_FILE as a provider's stream on 127.0.0.1 (the loopback provider).
 
     Point a program's SDK at it: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 or
     ANTHROPIC_BASE_URL=http://127.0.0.1:PORT. Every request gets the trace rendered for
     PROTOCOL as real SSE (adversarial chunk boundaries, keep-alives); where the trace
-    disconnects the connection drops, and a reconnect with Last-Event-ID gets the rest."""
+    disconnects the connection drops, and (--event-ids) a reconnect with Last-Event-ID
+    gets the rest."""
     try:
         from callsafe.loopback.server import LoopbackServer, StaticTrace
     except ImportError:
@@ -663,7 +665,7 @@ def serve_command(trace_file: Path, protocol: str, port: int) -> None:
 
     try:
         trace = Trace.loads(trace_file.read_text(encoding="utf-8"))
-        static = StaticTrace(protocol, trace.events)
+        static = StaticTrace(protocol, trace.events, event_ids)
     except (ValueError, KeyError) as exc:
         raise click.ClickException(f"{trace_file}: {exc}") from None
     server = LoopbackServer(port=port, static=static).start()

@@ -13,8 +13,12 @@ What it sends is adversarial on purpose, within what HTTP and SSE allow:
   every third;
 * **a dropped connection** where the trace disconnects: the body stops without its final
   chunk, as a connection reset does;
-* **a reconnect that replays** (``callsafe serve``): every event carries an ``id:``; a
-  request with ``Last-Event-ID`` gets the rest of the stream from the event after it.
+* **a reconnect that replays** (``callsafe serve --event-ids``): every event carries an
+  ``id:``; a request with ``Last-Event-ID`` gets the rest of the stream from the event after
+  it. Off by default, as the providers send no ids, and because the ``openai`` Python SDK
+  (3.57) then breaks on a keep-alive: its SSE decoder dispatches an empty event after a
+  comment once an ``id`` was seen (the SSE standard dispatches nothing for an empty data
+  buffer) and fails to parse it as JSON.
 
 Requests are routed by their path's end: ``.../chat/completions`` (``openai-chat``),
 ``.../responses`` (``openai-responses``), ``.../messages`` (``anthropic-messages``), so any
@@ -138,11 +142,12 @@ class LiveStream:
 
 class StaticTrace:
     """``callsafe serve``: every request gets the trace's rendering; where the trace
-    disconnects, the first request's body drops there, and a reconnect with
+    disconnects, a request's body drops there, and (with ``event_ids``) a reconnect with
     ``Last-Event-ID`` gets the events after that id (the rest of the stream)."""
 
-    def __init__(self, protocol: str, events: Sequence[Event]) -> None:
+    def __init__(self, protocol: str, events: Sequence[Event], event_ids: bool = False) -> None:
         self.protocol = protocol
+        self.event_ids = event_ids
         events = [e for e in events if isinstance(e, WIRE_EVENTS)]  # turns and controls are the application's
         cut_at = next((i for i, e in enumerate(events) if isinstance(e, Disconnect)), None)
         wire = [e for e in events if not isinstance(e, Disconnect)]
@@ -160,7 +165,7 @@ class StaticTrace:
         for n, payload in enumerate(payloads):
             if n % 3 == 0:
                 out.append(KEEP_ALIVE)
-            out += adversarial_chunks(_encode(self.protocol, payload, start + n))
+            out += adversarial_chunks(_encode(self.protocol, payload, start + n if self.event_ids else None))
         if not drops and registry.get(self.protocol).done_sentinel:
             out += adversarial_chunks(encode_event(DONE))
         return out, drops
