@@ -124,3 +124,13 @@ def test_a_program_reading_a_provider_wire_over_stdio_gets_the_library_verdicts(
     assert _verdicts(there) == _verdicts(here)
     assert there["target"]["run"]["mode"] == "exec, wire mode" and there["target"]["run"]["wire"] == "stdio"
     assert there["target_errors"] == here["target_errors"]  # the same words for what the library raised
+
+
+def test_workers_each_run_their_own_program() -> None:
+    """--workers 2: each worker process resolves exec:COMMAND and starts its own program;
+    the report is the one of a single process."""
+    options = Options(generators=("catalog", "coverage"), minimize=False)
+    one = report_json(certify(REFERENCE, options))
+    two = report_json(certify(REFERENCE, Options(generators=("catalog", "coverage"), minimize=False, workers=2)))
+    assert _verdicts(one) == _verdicts(two) and one["summary"] == two["summary"]
+    assert two["execution"]["workers"] == 2
