@@ -104,9 +104,23 @@ class TargetError:
 
 
 def error_from_exception(exc: BaseException, where: str, step: int | None = None) -> TargetError:
-    """The record of an exception the target raised at ``where`` (with its traceback)."""
+    """The record of an exception the target raised at ``where`` (with its traceback).
+
+    An adapter that runs the target elsewhere (:mod:`callsafe.targets.exec_target`, which
+    cannot import the harness) says what kind of failure its exception stands for with two
+    attributes: ``target_error_kind`` (``"crash"``, ``"hang"``) and ``stderr_tail`` (lines)."""
     text = "".join(tb.format_exception(type(exc), exc, exc.__traceback__))
-    return TargetError("error", where, f"{type(exc).__name__}: {exc}"[:500], step, text[-_TEXT_LIMIT:])
+    told = getattr(exc, "target_error_kind", "error")
+    kind: Kind = "crash" if told == "crash" else "hang" if told == "hang" else "error"
+    stderr = "\n".join(str(line) for line in getattr(exc, "stderr_tail", ()))
+    return TargetError(
+        kind,
+        where,
+        f"{type(exc).__name__}: {exc}"[:500],
+        step,
+        text[-_TEXT_LIMIT:],
+        stderr[-_TEXT_LIMIT:],
+    )
 
 
 class TraceTimeout(BaseException):

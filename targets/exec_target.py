@@ -87,8 +87,9 @@ class ExecTargetFailure(RuntimeError):
     message, or broke the protocol. Carries what happened, the exit status (``None``
     while it still ran and had to be killed) and the last lines of its stderr."""
 
-    def __init__(self, what: str, exit_status: int | None, stderr_tail: list[str]) -> None:
+    def __init__(self, what: str, exit_status: int | None, stderr_tail: list[str], kind: str = "crash") -> None:
         self.what = what
+        self.target_error_kind = kind  # how the harness records it (certify.target_errors)
         self.exit_status = exit_status
         self.stderr_tail = stderr_tail
         status = "still running, killed" if exit_status is None else f"exit status {exit_status}"
@@ -159,14 +160,15 @@ class _Process:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
-    def failure(self, what: str) -> ExecTargetFailure:
-        """Kill the process (if it still runs) and describe what went wrong."""
+    def failure(self, what: str, kind: str = "crash") -> ExecTargetFailure:
+        """Kill the process (if it still runs) and describe what went wrong: a ``crash``
+        (it exited, or broke the protocol and was killed) or a ``hang`` (a timeout)."""
         status = self.popen.poll()
         if status is None:
             self.kill()
         else:
             self._stderr_thread.join(timeout=1)
-        return ExecTargetFailure(what, status, list(self.stderr)[-STDERR_TAIL:])
+        return ExecTargetFailure(what, status, list(self.stderr)[-STDERR_TAIL:], kind)
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
@@ -223,7 +225,7 @@ class _Pool:
         try:
             line = process.lines.get(timeout=timeout)
         except queue.Empty:
-            raise process.failure(f"no answer to 'init' within {timeout:g} s") from None
+            raise process.failure(f"no answer to 'init' within {timeout:g} s", "hang") from None
         if line is _EOF:
             raise process.failure("the program exited before answering 'init'")
         try:
@@ -468,12 +470,12 @@ class ExecTarget:
 
     # -- the exchange ----------------------------------------------------------------
 
-    def _fail(self, trace: _Trace, what: str) -> ExecTargetFailure:
+    def _fail(self, trace: _Trace, what: str, kind: str = "crash") -> ExecTargetFailure:
         trace.failed = True
         if trace.stream is not None:
             trace.stream.abandoned = True
             trace.stream.abort()
-        return trace.process.failure(what)
+        return trace.process.failure(what, kind)
 
     def _call(self, message: dict[str, Any], what: str) -> None:
         trace = self._trace
@@ -490,14 +492,14 @@ class ExecTarget:
         while True:
             now = time.monotonic()
             if now >= trace.deadline:
-                raise self._fail(trace, f"the trace took longer than {self.trace_timeout:g} s (at {what!r})")
+                raise self._fail(trace, f"the trace took longer than {self.trace_timeout:g} s (at {what!r})", "hang")
             wait = min(settle if settle is not None else self.message_timeout, trace.deadline - now)
             try:
                 line = trace.process.lines.get(timeout=wait)
             except queue.Empty:
                 if settle is not None:
                     return
-                raise self._fail(trace, f"no answer to {what!r} within {self.message_timeout:g} s") from None
+                raise self._fail(trace, f"no answer to {what!r} within {self.message_timeout:g} s", "hang") from None
             if line is _EOF:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     trace.process.popen.wait(timeout=2)
@@ -588,9 +590,8 @@ class ExecTarget:
         while sid not in trace.finished_streams and not trace.failed:
             self._await(trace, None, "stream", settle=self.message_timeout)
             if sid not in trace.finished_streams and not trace.failed:
-                raise self._fail(
-                    trace, f"the program's stream handler did not return within {self.message_timeout:g} s"
-                )
+                what = f"the program's stream handler did not return within {self.message_timeout:g} s"
+                raise self._fail(trace, what, "hang")
 
 
 _RAISED: dict[str, type[TargetRaised]] = {}

@@ -77,20 +77,20 @@ def _misbehaving(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("CALLSAFE_TEST_MARK", str(tmp_path / f"{mode}.mark"))
     monkeypatch.setenv("CALLSAFE_EXEC_MESSAGE_TIMEOUT", "1")
     cert = certify(f"exec:{sys.executable} {PROGRAMS / 'misbehave.py'} {mode}", CATALOG_RUN)
-    return report_json(cert), cert.errors
+    return report_json(cert), [str(e) for e in cert.errors]
 
 
 @pytest.mark.parametrize(
-    ("mode", "what", "status"),
+    ("mode", "what", "status", "kind"),
     [
-        ("crash", "the program exited while handling 'fragment'", "exit status 3"),
-        ("hang", "no answer to 'fragment' within 1 s", "still running, killed"),
-        ("garbage", "protocol: a line that is not JSON: 'this is not JSON'", "still running, killed"),
-        ("another-version", "protocol: unexpected message type 'done_v2'", "still running, killed"),
+        ("crash", "the program exited while handling 'fragment'", "exit status 3", "crash"),
+        ("hang", "no answer to 'fragment' within 1 s", "still running, killed", "hang"),
+        ("garbage", "protocol: a line that is not JSON: 'this is not JSON'", "still running, killed", "crash"),
+        ("another-version", "protocol: unexpected message type 'done_v2'", "still running, killed", "crash"),
     ],
 )
 def test_a_misbehaving_program_is_reported_with_its_trace_and_stderr_and_the_run_goes_on(
-    mode: str, what: str, status: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    mode: str, what: str, status: str, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     doc, errors = _misbehaving(mode, tmp_path, monkeypatch)
     assert doc["summary"]["traces_run"] == len(CATALOG)  # every trace ran: the run went on
@@ -98,7 +98,9 @@ def test_a_misbehaving_program_is_reported_with_its_trace_and_stderr_and_the_run
     (error,) = errors
     trace_name, _, text = error.partition(": ")
     assert trace_name in {s.trace.name for s in CATALOG} | {s.name for s in CATALOG}
+    assert text.startswith(f"{kind} in receive at step ")  # the harness's TargetError, of that kind
     assert what in text and status in text
+    assert doc["target_errors"] == errors
     assert f"misbehave: about to {mode}" in text  # the stderr tail
 
 
