@@ -29,7 +29,7 @@ from callsafe.certify.judge import Finding
 from callsafe.certify.targets import TargetFactory
 from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT
 from callsafe.certify.wire import WireTrace
-from callsafe.model.vocabulary import Event, Replay, Trace
+from callsafe.model.vocabulary import Event, Replay, Trace, TurnStarted
 
 __all__ = [
     "counterexample_name",
@@ -125,6 +125,9 @@ def minimize_trace(trace: Trace, fails: Callable[[Trace], bool], deadline: float
         return cache[key]
 
     kept = ddmin(indices, fails_on, deadline)
+    turns = _turn_starts(trace, kept)
+    if turns and fails_on(sorted({*kept, *turns})):
+        kept = sorted({*kept, *turns})  # a reader needs the turn a call belongs to, if it still fails with it
     out = subtrace(trace, kept)
     named = _tool_names(out)
     if set(out.tools) - named:  # drop declarations no event names, if it still fails without them
@@ -138,6 +141,20 @@ def minimize_trace(trace: Trace, fails: Callable[[Trace], bool], deadline: float
         if fails(pruned):
             return pruned
     return Trace(events=out.events, tools=out.tools, limits=out.limits, name=out.name, source=out.source)
+
+
+def _turn_starts(trace: Trace, kept: Sequence[int]) -> list[int]:
+    """The indices of the ``TurnStarted`` events of the turns the kept events name, where
+    delta debugging dropped them (the target did not need them to fail, but a reader
+    needs them to follow the trace: a call's tenant and actor come from its turn)."""
+    named = {getattr(trace.events[i], "turn", None) for i in kept} - {None}
+    present = {e.turn for e in (trace.events[i] for i in kept) if isinstance(e, TurnStarted)}
+    wanted = named - present
+    first: dict[str, int] = {}
+    for i, event in enumerate(trace.events):
+        if isinstance(event, TurnStarted) and event.turn in wanted:
+            first.setdefault(event.turn, i)
+    return sorted(first.values())
 
 
 def _tool_names(trace: Trace) -> set[str]:

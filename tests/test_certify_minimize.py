@@ -77,3 +77,18 @@ def test_the_pytest_file_fails_on_the_target_and_passes_on_a_correct_one(tmp_pat
         cmd, env={**env, "CALLSAFE_TARGET": "toy_targets:model_target"}, capture_output=True, text=True, cwd=tmp_path
     )
     assert passing.returncode == 0, passing.stdout
+
+
+def test_a_minimal_trace_keeps_the_turn_its_calls_belong_to_when_it_still_fails() -> None:
+    trace = TraceBuilder().turn("t1").open("a", "x").fragment("a", "{}").terminal("a").build()
+
+    def fragment_fails(t: Trace) -> bool:
+        return any(e.kind == "fragment" for e in t.events)
+
+    kept = minimize_trace(trace, fragment_fails)  # ddmin alone keeps only the fragment
+    assert [e.kind for e in kept.events] == ["turn_started", "fragment"]
+
+    def needs_no_turn(t: Trace) -> bool:
+        return fragment_fails(t) and not any(e.kind == "turn_started" for e in t.events)
+
+    assert [e.kind for e in minimize_trace(trace, needs_no_turn).events] == ["fragment"]
