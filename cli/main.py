@@ -70,16 +70,47 @@ def main() -> None:
 
 @main.command("model")
 @click.option("--json", "as_json", is_flag=True, help="Print states, events, transitions and graph statistics as JSON.")
+@click.option(
+    "--max-states",
+    type=click.IntRange(min=1),
+    default=20_000_000,
+    show_default=True,
+    help="Stop exploring past this many states (about 150 bytes each).",
+)
+@click.option(
+    "--no-symmetry",
+    is_flag=True,
+    help="Explore every state, not one per set of states that differ only by which call of a turn is which.",
+)
 @bounds
-def model_cmd(as_json: bool, calls: int, turns: int, fragments: int, controls: str | None, restarts: int) -> None:
+def model_cmd(
+    as_json: bool,
+    max_states: int,
+    no_symmetry: bool,
+    calls: int,
+    turns: int,
+    fragments: int,
+    controls: str | None,
+    restarts: int,
+) -> None:
     """Print the lifecycle table and the state graph's statistics.
 
     The graph is the reachable state space of a bounded configuration; every reachable
-    state is checked against the state invariants.
+    state is checked against the state invariants. By default the calls of a turn are
+    interchangeable (symmetry reduction): the counts are those of the reduced graph, and
+    a violation is shown as a run of the unreduced system.
     """
-    from callsafe.formal.summary import model_summary
+    from callsafe.model.graph import StateBoundExceeded
+    from callsafe.model.summary import model_summary
 
-    summary = model_summary(_config(calls, turns, fragments, controls, restarts))
+    config = _config(calls, turns, fragments, controls, restarts)
+    try:
+        summary = model_summary(config, symmetry=not no_symmetry, max_states=max_states)
+    except StateBoundExceeded as exc:
+        raise click.ClickException(
+            f"the model has more than {exc.max_states:,} reachable states"
+            f"{'' if no_symmetry else ' (with symmetry)'}: raise the bound with --max-states, or lower the bounds"
+        ) from None
     if as_json:
         echo_json(summary)
         return
@@ -91,7 +122,8 @@ def model_cmd(as_json: bool, calls: int, turns: int, fragments: int, controls: s
             table.add_row(row["from"], row["event"], row["to"])
     console.print(table)
     g = summary["graph"]
-    stats = Table(title=f"State graph of {g['config']}")
+    reduced = ", calls of a turn interchangeable (symmetry)" if g["symmetry"] else ""
+    stats = Table(title=f"State graph of {g['config']}{reduced}")
     stats.add_column("measure")
     stats.add_column("value", justify="right")
     for key in (

@@ -52,6 +52,7 @@ __all__ = [
     "CALL_CHECKS",
     "CONTROLS",
     "INVARIANT_IDS",
+    "STRINGS",
     "TURN_STATUSES",
     "AbsCall",
     "AbsState",
@@ -62,11 +63,13 @@ __all__ = [
     "SystemModel",
     "TableEntry",
     "all_actions",
+    "call_key",
     "canonical",
     "enabled",
     "invariant_holds",
     "state_invariants",
     "successor",
+    "symmetric",
 ]
 
 CONTROLS: Final = (
@@ -168,6 +171,9 @@ BAD_DISPATCH: Final[dict[str, str]] = {
     "dispatched without confirmation": "INV-CONFIRM",
 }
 _STOPPED, _UNFINISHED, _NOT_CURRENT, _UNCONFIRMED = BAD_DISPATCH
+# Every string a state field holds (a turn's status, what was wrong at a dispatch), so that
+# a state can be written as small integers (:func:`call_key`, the explorer's byte states).
+STRINGS: Final[tuple[str, ...]] = ("", *BAD_DISPATCH, *TURN_STATUSES)
 
 
 # --------------------------------------------------------------------------------------
@@ -470,6 +476,44 @@ def canonical(o: Ops, c: Config, s: AbsState) -> AbsState:
         o.and_(o.not_(all_done), s.tool_changed),
         o.ite(all_done, c.restarts, s.restarts),
     )
+
+
+_STATE_CODE: Final = {st: n for n, st in enumerate(State)}
+_STRING_CODE: Final = {text: n for n, text in enumerate(STRINGS)}
+
+
+def call_key(k: AbsCall) -> tuple[int, ...]:
+    """A call as small integers, field by field (a lifecycle state as its index in
+    :class:`State`, a string as its index in :data:`STRINGS`): the order in which
+    :func:`symmetric` sorts the calls of a turn, and the bytes the compiled explorer stores."""
+    return tuple(
+        _STATE_CODE[v] if isinstance(v, State) else _STRING_CODE[v] if isinstance(v, str) else int(v) for v in k
+    )
+
+
+def symmetric(c: Config, s: AbsState) -> AbsState:
+    """The representative of ``s`` among the states that differ from it only by which call of
+    a turn is which: each turn's calls sorted by :func:`call_key`.
+
+    Why it is sound: the calls of one turn are interchangeable. An action on call ``i``
+    reads only call ``i``, its turn's fields and the system's; every broadcast reaches
+    all the calls of a turn, of the older turns or of the system alike; :func:`canonical`
+    and :data:`CALL_CHECKS` treat each call on its own; the table and the guards never
+    name a call. So permuting a turn's calls maps the successors of a state to the
+    successors of the permuted state and keeps every invariant's verdict (checked on the
+    whole reachable space in ``tests/test_model_symmetry.py``). Turns are not
+    interchangeable (they start in order and a start supersedes the older ones), nor are
+    calls of different turns; the model has no other symmetry. A path through the reduced
+    graph names each call by its place in the representative: :meth:`Exploration.concrete_path
+    <callsafe.model.graph.Exploration.concrete_path>` maps it back to the calls of the
+    unreduced system."""
+    calls = list(s.calls)
+    for members in c.calls_of_turn:
+        if len(members) > 1:
+            ordered = sorted((calls[i] for i in members), key=call_key)
+            for i, k in zip(members, ordered, strict=True):
+                calls[i] = k
+    return s._replace(calls=tuple(calls))
 
 
 # --------------------------------------------------------------------------------------

@@ -16,10 +16,16 @@ one is tested against on every state of several configurations
 
 What the compiled code works on, and why:
 
-* a state is one flat tuple (every call's fields, then the turns, the response flags, the
-  tool flags and the restart count), so deduplication hashes ints, bools and interned
-  strings in C instead of nested named tuples whose lifecycle states are enums (an
-  ``Enum`` hashes in Python);
+* a state is one ``bytes`` object, a byte per field (every call's fields, then the turns,
+  the response flags, the tool flags and the restart count; a lifecycle state as its code,
+  a string as its index in :data:`~callsafe.model.abstract.STRINGS`, a flag as 0 or 1), so
+  deduplication hashes one buffer in C, and a state costs about 90 bytes instead of a
+  tuple of pointers (450 bytes at four calls); the generated code unpacks it into its
+  fields as it would a tuple (a configuration with 256 restarts or more, whose count no
+  longer fits a byte, keeps tuples of the same small integers);
+* the symmetry reduction (:func:`~callsafe.model.abstract.symmetric`) is generated too:
+  :attr:`CompiledModel.symmetric` sorts each turn's calls as byte slices, which is the
+  order of :func:`~callsafe.model.abstract.call_key`;
 * a lifecycle state is its index in :class:`State` and an event its index in
   :class:`CallEvent`, so the table is a tuple per event indexed by state: ``outcome`` is
   one subscript, no hashing;
@@ -41,17 +47,19 @@ from typing import Any, Final
 
 from callsafe.formal.abstract import (
     INVARIANT_IDS,
+    STRINGS,
     AbsCall,
     AbsState,
     Action,
     SystemModel,
+    call_key,
     canonical,
     enabled,
     invariant_holds,
     successor,
 )
-from callsafe.formal.ops import Ops, TableEntry, Val, truth_table
-from callsafe.model.lifecycle import CallEvent, State
+from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
+from callsafe.model.ops import Ops, TableEntry, Val, truth_table
 
 __all__ = ["CompiledModel", "PyOps", "compile_model"]
 
@@ -59,10 +67,11 @@ STATES: Final[tuple[State, ...]] = tuple(State)
 EVENTS: Final[tuple[CallEvent, ...]] = tuple(CallEvent)
 _STATE_CODE: Final = {s: n for n, s in enumerate(STATES)}
 _EVENT_CODE: Final = {e: n for n, e in enumerate(EVENTS)}
+_STRING_CODE: Final = {text: n for n, text in enumerate(STRINGS)}
 _CALL_FIELDS: Final = len(AbsCall._fields)
 _STATE_FIELD: Final = AbsCall._fields.index("state")
 
-Flat = tuple[Any, ...]
+Flat = Any  # bytes (or, past 255 restarts, a tuple of the same small integers)
 # One state's successors: the exercised table entries (a bit mask) and, per enabled action,
 # its index in ``SystemModel.all_actions`` and the successor.
 Step = Callable[[Flat], tuple[int, list[tuple[int, Flat]]]]
@@ -94,7 +103,9 @@ def _const(value: Val) -> str:
         return str(_STATE_CODE[value])
     if isinstance(value, CallEvent):
         return str(_EVENT_CODE[value])
-    if isinstance(value, bool | int | str):
+    if isinstance(value, str):
+        return str(_STRING_CODE[value])
+    if isinstance(value, bool | int):
         return repr(value)
     raise TypeError(f"no Python constant for {value!r}")
 
@@ -267,36 +278,68 @@ class PyOps(Ops):
 # --------------------------------------------------------------------------------------
 
 
-def flatten(s: AbsState) -> Flat:
-    """A state as the compiled code holds it: one tuple, lifecycle states as codes."""
-    fields: list[Any] = []
+def _codes(s: AbsState) -> list[int]:
+    """A state's fields as small integers, in the compiled code's order."""
+    fields: list[int] = []
     for call in s.calls:
-        fields += call
-        fields[len(fields) - _CALL_FIELDS + _STATE_FIELD] = _STATE_CODE[call.state]
-    fields += s.turns
-    fields += s.ended
-    fields += s.quarantined
-    fields += s[4:]
-    return tuple(fields)
+        fields += call_key(call)
+    fields += (_STRING_CODE[t] for t in s.turns)
+    fields += (int(v) for v in (*s.ended, *s.quarantined, *s[4:]))
+    return fields
 
 
-def _unflatten(calls: int, turns: int) -> Callable[[Flat], AbsState]:
+def _decoder(calls: int, turns: int, packed: Callable[[list[int]], Flat]) -> Callable[[Flat], AbsState]:
+    """The inverse of the packing: each field back to its type (lifecycle states, strings,
+    flags as ``bool``, counts as ``int``), as the interpreted rules hold them."""
+    kinds = [type(v) for v in AbsCall()]
+
+    def field(kind: type, v: int) -> Any:
+        if kind is State:
+            return STATES[v]
+        if kind is str:
+            return STRINGS[v]
+        return bool(v) if kind is bool else v
+
     def unflatten(f: Flat) -> AbsState:
-        cs = []
-        for k in range(0, calls * _CALL_FIELDS, _CALL_FIELDS):
-            fields = list(f[k : k + _CALL_FIELDS])
-            fields[_STATE_FIELD] = STATES[fields[_STATE_FIELD]]
-            cs.append(AbsCall._make(fields))
+        cs = tuple(
+            AbsCall._make(field(kind, v) for kind, v in zip(kinds, f[k : k + _CALL_FIELDS], strict=True))
+            for k in range(0, calls * _CALL_FIELDS, _CALL_FIELDS)
+        )
         k = calls * _CALL_FIELDS
         return AbsState(
-            tuple(cs),
-            f[k : k + turns],
-            f[k + turns : k + 2 * turns],
-            f[k + 2 * turns : k + 3 * turns],
-            *f[k + 3 * turns :],
+            cs,
+            tuple(STRINGS[v] for v in f[k : k + turns]),
+            tuple(bool(v) for v in f[k + turns : k + 2 * turns]),
+            tuple(bool(v) for v in f[k + 2 * turns : k + 3 * turns]),
+            bool(f[k + 3 * turns]),
+            bool(f[k + 3 * turns + 1]),
+            f[k + 3 * turns + 2],
         )
 
     return unflatten
+
+
+def _symmetry_source(calls_of_turn: Sequence[Sequence[int]], calls: int) -> str:
+    """``sym(s)``: each turn's calls sorted as slices of ``s`` (compare-and-swap for two)."""
+    lines = ["def sym(s):"]
+    parts = []
+    for t, members in enumerate(calls_of_turn):
+        if not members:  # a turn without calls (more turns than calls)
+            continue
+        if len(members) == 1:
+            parts.append(f"s[{members[0] * _CALL_FIELDS}:{(members[0] + 1) * _CALL_FIELDS}]")
+            continue
+        slices = [f"s[{m * _CALL_FIELDS}:{(m + 1) * _CALL_FIELDS}]" for m in members]
+        if len(members) == 2:
+            lines.append(f"    a{t} = {slices[0]}")
+            lines.append(f"    b{t} = {slices[1]}")
+            lines.append(f"    t{t} = a{t} + b{t} if a{t} <= b{t} else b{t} + a{t}")
+        else:
+            lines.append(f"    t{t} = JOIN(sorted(({', '.join(slices)})))")
+        parts.append(f"t{t}")
+    parts.append(f"s[{calls * _CALL_FIELDS}:]")
+    lines.append(f"    return {' + '.join(parts)}")
+    return "\n".join(lines)
 
 
 def _symbolic_state(o: PyOps, calls: int, turns: int) -> tuple[AbsState, list[str]]:
@@ -439,6 +482,8 @@ class CompiledModel:
     holds: Callable[[Flat], bool]
     flatten: Callable[[AbsState], Flat]
     unflatten: Callable[[Flat], AbsState]
+    symmetric: Callable[[Flat], Flat]  # the representative (calls sorted within each turn)
+    terminal: Callable[[Flat], bool]  # every call in a terminal lifecycle state
 
     def entries(self, mask: int) -> set[TableEntry]:
         """The table entries whose bits are set in ``mask`` (the union of :attr:`step`'s masks)."""
@@ -487,23 +532,35 @@ def compile_model(model: SystemModel) -> CompiledModel:
         local += em.define(_shared(_reachable([*b.fields, *b.entries])), "        ")
         if b.entries:
             em.lines.append(f"        m |= {' | '.join(em.expr(e) for e in b.entries)}")
-        em.lines.append(f"        out.append(({b.index}, ({''.join(em.expr(f) + ', ' for f in b.fields)})))")
+        em.lines.append(f"        out.append(({b.index}, P(({''.join(em.expr(f) + ', ' for f in b.fields)}))))")
         for n in local:
             n.name = None
     em.lines.append("    return m, out")
     for n in hoisted:
         n.name = None
     # ``holds`` runs once per distinct state and is small: rendered inline, nothing named.
-    em.lines += ["", "", "def holds(s):", unpack, f"    return {em.expr(holds)}", ""]
+    em.lines += ["", "", "def holds(s):", unpack, f"    return bool({em.expr(holds)})", ""]
+    terminal = " and ".join(f"s[{i * _CALL_FIELDS + _STATE_FIELD}] in TERMINAL" for i in range(c.calls))
+    em.lines += ["", "def terminal(s):", f"    return {terminal}", ""]
+    em.lines += ["", _symmetry_source(c.calls_of_turn, c.calls), ""]
     source = "\n".join(em.lines)
-    filename = f"<callsafe.formal.compiled {c.to_json()} canonicalise={model.canonicalise}>"
+    filename = f"<callsafe.model.compiled {c.to_json()} canonicalise={model.canonicalise}>"
+    fits = c.restarts < 256  # every other field is a code or a count below 256
+    pack: Callable[[Any], Flat] = bytes if fits else tuple
     namespace: dict[str, Any] = dict(o.tables)
+    namespace.update(
+        P=pack,
+        JOIN=b"".join if fits else lambda parts: sum(parts, ()),
+        TERMINAL=frozenset(_STATE_CODE[st] for st in TERMINAL_STATES),
+    )
     exec(compile(source, filename, "exec"), namespace)  # our own generated code, nothing from outside
     return CompiledModel(
         model=model,
         source=source,
         step=namespace["step"],
         holds=namespace["holds"],
-        flatten=flatten,
-        unflatten=_unflatten(c.calls, c.turns),
+        flatten=lambda state: pack(_codes(state)),
+        unflatten=_decoder(c.calls, c.turns, pack),
+        symmetric=namespace["sym"],
+        terminal=namespace["terminal"],
     )

@@ -11,7 +11,7 @@ from callsafe.formal.graph import explore
 from callsafe.model.invariants import INVARIANTS
 from callsafe.model.lifecycle import TERMINAL_STATES, TRANSITIONS, CallEvent, Ignored, Rejected, State
 
-__all__ = ["model_summary", "table_rows"]
+__all__ = ["DEFAULT_MAX_STATES", "model_summary", "table_rows"]
 
 
 def table_rows() -> list[dict[str, str]]:
@@ -28,10 +28,21 @@ def table_rows() -> list[dict[str, str]]:
     return rows
 
 
-def model_summary(config: Config | None = None) -> dict[str, Any]:
-    """States, events, transitions, invariants and the state graph's statistics."""
+DEFAULT_MAX_STATES = 20_000_000
+
+
+def model_summary(
+    config: Config | None = None, symmetry: bool = True, max_states: int = DEFAULT_MAX_STATES
+) -> dict[str, Any]:
+    """States, events, transitions, invariants and the state graph's statistics.
+
+    The graph is explored with the symmetry reduction (one state per set of states that
+    differ only by which call of a turn is which) and without keeping its transitions,
+    unless ``symmetry=False``: its counts are then those of the reduced graph, and each
+    shortest violation is a run of the unreduced system. Raises
+    :class:`~callsafe.model.graph.StateBoundExceeded` past ``max_states``."""
     config = config or Config()
-    exploration = explore(config)
+    exploration = explore(config, symmetry=symmetry, graph=False, max_states=max_states)
     violations = {
         inv: exploration.shortest_violation(inv)
         for inv in sorted({i for v in exploration.violations.values() for i, _ in v})
@@ -44,6 +55,7 @@ def model_summary(config: Config | None = None) -> dict[str, Any]:
         "invariants": [{"id": i.id, "kind": i.kind, "title": i.title, "spec": i.spec} for i in INVARIANTS],
         "graph": {
             "config": config.to_json(),
+            "symmetry": symmetry,
             **exploration.stats().to_json(),
             "shortest_violations": {
                 inv: [str(a) for a, _ in path] for inv, path in violations.items() if path is not None

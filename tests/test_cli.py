@@ -37,6 +37,27 @@ def test_model_table_output_and_bad_bounds() -> None:
     assert bad.exit_code == 2 and "unknown controls" in bad.output
 
 
+def test_model_past_its_state_bound_says_so_in_one_line() -> None:
+    result = CliRunner().invoke(main, ["model", "--calls", "3", "--max-states", "100"])
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)  # a message, no traceback
+    lines = result.output.strip().splitlines()
+    assert lines == [
+        "Error: the model has more than 100 reachable states (with symmetry): raise the bound with "
+        "--max-states, or lower the bounds"
+    ]
+
+
+def test_model_symmetry_counts_fewer_states_with_the_same_verdict() -> None:
+    runner = CliRunner()
+    args = ["model", "--json", "--calls", "2", "--turns", "1", "--controls", "cancel,confirmation"]
+    reduced = json.loads(runner.invoke(main, args).output)["graph"]
+    full = json.loads(runner.invoke(main, [*args, "--no-symmetry"]).output)["graph"]
+    assert reduced["symmetry"] is True and full["symmetry"] is False
+    assert 0 < reduced["states"] < full["states"]
+    assert reduced["violations"] == full["violations"] == 0
+
+
 def test_help_reads_well() -> None:
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
