@@ -176,12 +176,25 @@ def prove_cmd(
 )
 @click.option("--module", default="CallsafeModel", show_default=True, help="The TLA+ module name.")
 @click.option("--no-canonical", is_flag=True, help="Export the system without canonicalisation.")
+@click.option(
+    "--symmetry",
+    is_flag=True,
+    help="Give TLC the explorer's symmetry (the calls of a turn are interchangeable); compare with the "
+    "symmetric explorer.",
+)
+@click.option(
+    "--readable",
+    is_flag=True,
+    help="Every action written out in full as the rules compute it (slower for TLC) instead of the lean module.",
+)
 @click.option("--tlc", "run", is_flag=True, help="Run TLC on it and compare with callsafe's explorer.")
 @_bounds
 def export_cmd(
     tla_dir: Path,
     module: str,
     no_canonical: bool,
+    symmetry: bool,
+    readable: bool,
     run: bool,
     calls: int | None,
     turns: int | None,
@@ -192,19 +205,28 @@ def export_cmd(
     list_mutants: bool,
 ) -> None:
     """Export the model as TLA+ (generated from the lifecycle table and the system rules)
-    for a configuration, with a TLC configuration checking every state invariant."""
+    for a configuration, with a TLC configuration checking every state invariant.
+
+    The module is the lean one (parametrised actions, the table as constant functions);
+    --readable writes every action out in full instead."""
     if list_mutants:
         _list_mutants()
         return
-    from callsafe.formal.graph import explore
-    from callsafe.formal.tla import TlcUnavailable, export_tla, run_tlc
+    from callsafe.model.graph import explore
+    from callsafe.model.tla import TlcUnavailable, export_tla, run_tlc
+    from callsafe.model.tla_lean import export_lean
 
+    if readable and symmetry:
+        raise click.UsageError("--symmetry needs the lean module (the readable one names every call)")
     model, label = _model(calls, turns, fragments, controls, restarts, mutant)
     if no_canonical:
         model = SystemModel(model.config, model.table, model.guards, canonicalise=False)
-    tla, cfg = export_tla(model, tla_dir, module)
-    echo(str(tla))
-    echo(str(cfg))
+    if readable:
+        tla, cfg = export_tla(model, tla_dir, module)
+    else:
+        tla, cfg = export_lean(model, tla_dir, module, symmetry=symmetry)
+    click.echo(str(tla))
+    click.echo(str(cfg))
     if not run:
         return
     try:
@@ -212,7 +234,7 @@ def export_cmd(
     except TlcUnavailable as exc:
         raise click.ClickException(str(exc)) from None
     start = time.perf_counter()
-    exploration = explore(model=model)
+    exploration = explore(model=model, symmetry=symmetry, graph=False)
     explored = time.perf_counter() - start
     echo(f"{label}; {_describe(model.config)}")
     echo(f"TLC: {result.distinct_states} distinct states, {result.states_generated} generated [{result.seconds:.1f} s]")

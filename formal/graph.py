@@ -330,7 +330,7 @@ def _search_compiled(
         if not succs:
             deadlocks += 1
         for a, succ in succs:
-            if sym is not None:
+            if sym is not None and succ not in seen:  # a seen state is a representative already
                 succ = sym(succ)
             if graph:
                 j = index.get(succ)
@@ -339,6 +339,7 @@ def _search_compiled(
                     if j >= max_states:
                         raise StateBoundExceeded(max_states)
                     index[succ] = j
+                    seen.add(succ)
                     keys.append(succ)
                     parents.append(i)
                     via.append(a)
