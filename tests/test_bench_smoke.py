@@ -261,8 +261,13 @@ def test_quick_bugpower_run_scores_both_sides_on_three_mutants(tmp_path: Path) -
     ratios = _ratios(_quick("bugpower", results))
     assert ratios["mutants"] == 3
     assert ratios["caught/callsafe"] == 3  # the selftest catches these three
-    for side in ("hypothesis-same", "hypothesis-long"):
+    assert ratios["caught/callsafe@1s"] == ratios["caught/callsafe@2s"] == 3
+    # every baseline at both budgets (the strawman at the short one), scored alike
+    for side in ("competent@1s", "competent@2s", "certify_machine@1s", "certify_machine@2s", "plain@1s"):
         assert 0 <= ratios[f"caught/{side}"] <= ratios[f"found/{side}"] <= 3
+    # a longer budget repeats the shorter one's examples first: it never catches fewer
+    for side in ("competent", "certify_machine"):
+        assert ratios[f"caught/{side}@1s"] <= ratios[f"caught/{side}@2s"]
     text = results.read_text()
     assert "## Bug-finding power" in text and "(quick)" in text
     for row in ("| dispatch-on-parse ", "| merge-by-index ", "| never-execute ", "| reference (control) "):
@@ -297,6 +302,41 @@ def test_the_plain_machine_judges_each_event_as_the_harness_does() -> None:
             assert probe.first_failure is not None and probe.smallest is not None and len(probe.smallest) == 4
     assert "LIVE-DISPATCH" in outcomes["callsafe.targets.mutants:never_execute"]
     assert "reference:memory" not in outcomes
+
+
+def test_the_competent_machine_completes_calls_and_is_scored_by_the_mutants_invariant() -> None:
+    """The competent baseline opens, fills and finishes a call through its rules; never-execute
+    then breaks LIVE-DISPATCH (its own invariant, so the test fails), and the reference
+    executes the call and passes. A violation of an invariant the mutant does not name is
+    noted, not failed on."""
+    from callsafe.certify.targets import describe, resolve_target
+
+    competent = bench_module("competent_machine")
+    plain = bench_module("plain_machine")
+    failed = {}
+    for spec, expect in (
+        ("callsafe.targets.mutants:never_execute", frozenset({"LIVE-DISPATCH"})),
+        ("reference:memory", frozenset()),
+    ):
+        factory = resolve_target(spec)
+        probe = plain.PlainProbe(factory, describe(factory, spec).capabilities, budget=60, expect=expect)
+        machine = competent.competent_machine(probe)()
+        machine.first_turn()
+        call = machine.open_call("note", '{"n":1}', [3])
+        machine.send_piece(call)
+        machine.every_invariant_holds()
+        machine.finish(call)
+        try:
+            machine.every_invariant_holds()
+        except AssertionError as exc:
+            failed[spec] = str(exc)
+        machine.teardown()
+        assert probe.executing == (spec == "reference:memory")
+    assert "LIVE-DISPATCH" in failed["callsafe.targets.mutants:never_execute"]
+    assert "reference:memory" not in failed
+    probe = plain.PlainProbe(resolve_target("reference:memory"), frozenset(), budget=60, expect=frozenset({"INV-ONCE"}))
+    assert probe.counts(frozenset({"INV-LEDGER"})) is False and probe.others == {"INV-LEDGER"}
+    assert probe.counts(frozenset({"INV-ONCE", "INV-LEDGER"})) is True
 
 
 def test_the_first_violation_is_found_among_the_runs_by_its_events() -> None:
