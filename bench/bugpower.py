@@ -2,7 +2,7 @@
 machines, on every mutant of the zoo, with equal time budgets.
 
 Issue "Benchmarks", item 4, and issue 20, item 4 (fair baselines). For each mutant
-(:mod:`callsafe.certify.mutants`) and each time budget (1 s and 20 s):
+(:mod:`callsafe.campaigns.zoo`) and each time budget (1 s and 20 s):
 
 * **callsafe**: what ``callsafe selftest`` does, :func:`callsafe.certify.harness.certify`
   with the selftest's options (depth 2, seed 0, one counterexample per invariant,

@@ -1,7 +1,7 @@
 """The exploration-speed benchmark: callsafe's explicit-state explorer against TLC.
 
 Issue "Benchmarks", item 2, and issue 20, item 4 (fair baselines): the same model (the
-lean TLA+ export of a configuration, :mod:`callsafe.model.tla_lean`, so both tools search
+lean TLA+ export of a configuration, :mod:`callsafe.formal.tla_lean`, so both tools search
 exactly the same state space and TLC is given the encoding it runs fastest), the same
 bounds, the same state count, the same reductions (with ``symmetry``, TLC gets
 ``SYMMETRY`` over the calls of a turn and the explorer its symmetry reduction);
@@ -41,7 +41,7 @@ Why it is measured the way it is:
   counts the transitions without keeping them; TLC keeps 64-bit fingerprints and a queue
   on disk. The JVM runs with a maximum heap fitted to the search (``-Xmx256m``: TLC keeps
   its fingerprint set off the heap) and the ``-XX:+UseParallelGC`` flag that
-  :func:`callsafe.model.tla.run_tlc` also passes; the quick configuration keeps the JVM's
+  :func:`callsafe.formal.tla.run_tlc` also passes; the quick configuration keeps the JVM's
   default heap.
 """
 
@@ -213,9 +213,9 @@ def _proc_cpu_and_hwm(pid: int) -> tuple[float | None, int]:
 
 def run_tlc(tla: Path, cfg: Path, workers: int, heap: str | None = None) -> Measure:
     """TLC breadth first on ``tla`` with ``workers`` workers, as
-    :func:`callsafe.model.tla.run_tlc` runs it (without deadlock checking), with a maximum
+    :func:`callsafe.formal.tla.run_tlc` runs it (without deadlock checking), with a maximum
     heap of ``heap`` when given, timestamping its output lines as they arrive."""
-    from callsafe.model.tla import find_tla2tools
+    from callsafe.formal.tla import find_tla2tools
 
     java, jar = shutil.which("java"), find_tla2tools()
     if java is None or jar is None:
@@ -282,8 +282,8 @@ def tlc_available() -> str | None:
 def measure(shape: Shape, repeat: int, workdir: Path) -> dict[str, Measure]:
     """Every variant on one configuration, interleaved, best of ``min(repeat, shape.repeat)``;
     raises when TLC and the explorer disagree on the state space."""
-    from callsafe.model.abstract import SystemModel
-    from callsafe.model.tla_lean import export_lean
+    from callsafe.formal.abstract import SystemModel
+    from callsafe.formal.tla_lean import export_lean
 
     tla, cfg = export_lean(SystemModel(shape.config), workdir, symmetry=shape.symmetry)
     names = ["callsafe", *(f"tlc-w{w}" for w in shape.workers)]
@@ -407,7 +407,7 @@ def run(config: Config) -> Section:
         "The same state space both ways: each configuration's lean TLA+ export (`callsafe export --tla`:",
         "parametrised actions, the lifecycle table as constant tuples; every state invariant checked) under TLC",
         "breadth first, one worker, `-Xmx256m` (the quick run: default heap, one and two workers), and",
-        "callsafe's explorer (`callsafe.model.graph.explore(..., graph=False)`, as `callsafe model` runs it) on",
+        "callsafe's explorer (`callsafe.formal.graph.explore(..., graph=False)`, as `callsafe model` runs it) on",
         "the model it was exported from; **symmetry**: TLC with `SYMMETRY` over the calls of a turn, the",
         "explorer with its symmetry reduction. The distinct and generated state counts are checked equal",
         "before anything is reported. Each in its own process, reaped with `os.wait4`:",

@@ -212,9 +212,9 @@ def export_cmd(
     if list_mutants:
         _list_mutants()
         return
-    from callsafe.model.graph import explore
-    from callsafe.model.tla import TlcUnavailable, export_tla, run_tlc
-    from callsafe.model.tla_lean import export_lean
+    from callsafe.formal.graph import explore
+    from callsafe.formal.tla import TlcUnavailable, export_tla, run_tlc
+    from callsafe.formal.tla_lean import export_lean
 
     if readable and symmetry:
         raise click.UsageError("--symmetry needs the lean module (the readable one names every call)")
@@ -225,8 +225,8 @@ def export_cmd(
         tla, cfg = export_tla(model, tla_dir, module)
     else:
         tla, cfg = export_lean(model, tla_dir, module, symmetry=symmetry)
-    click.echo(str(tla))
-    click.echo(str(cfg))
+    echo(str(tla))
+    echo(str(cfg))
     if not run:
         return
     try:

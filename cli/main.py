@@ -100,8 +100,8 @@ def model_cmd(
     interchangeable (symmetry reduction): the counts are those of the reduced graph, and
     a violation is shown as a run of the unreduced system.
     """
-    from callsafe.model.graph import StateBoundExceeded
-    from callsafe.model.summary import model_summary
+    from callsafe.formal.graph import StateBoundExceeded
+    from callsafe.formal.summary import model_summary
 
     config = _config(calls, turns, fragments, controls, restarts)
     try:

@@ -505,7 +505,7 @@ def symmetric(c: Config, s: AbsState) -> AbsState:
     interchangeable (they start in order and a start supersedes the older ones), nor are
     calls of different turns; the model has no other symmetry. A path through the reduced
     graph names each call by its place in the representative: :meth:`Exploration.concrete_path
-    <callsafe.model.graph.Exploration.concrete_path>` maps it back to the calls of the
+    <callsafe.formal.graph.Exploration.concrete_path>` maps it back to the calls of the
     unreduced system."""
     calls = list(s.calls)
     for members in c.calls_of_turn:

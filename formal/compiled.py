@@ -18,14 +18,14 @@ What the compiled code works on, and why:
 
 * a state is one ``bytes`` object, a byte per field (every call's fields, then the turns,
   the response flags, the tool flags and the restart count; a lifecycle state as its code,
-  a string as its index in :data:`~callsafe.model.abstract.STRINGS`, a flag as 0 or 1), so
+  a string as its index in :data:`~callsafe.formal.abstract.STRINGS`, a flag as 0 or 1), so
   deduplication hashes one buffer in C, and a state costs about 90 bytes instead of a
   tuple of pointers (450 bytes at four calls); the generated code unpacks it into its
   fields as it would a tuple (a configuration with 256 restarts or more, whose count no
   longer fits a byte, keeps tuples of the same small integers);
-* the symmetry reduction (:func:`~callsafe.model.abstract.symmetric`) is generated too:
+* the symmetry reduction (:func:`~callsafe.formal.abstract.symmetric`) is generated too:
   :attr:`CompiledModel.symmetric` sorts each turn's calls as byte slices, which is the
-  order of :func:`~callsafe.model.abstract.call_key`;
+  order of :func:`~callsafe.formal.abstract.call_key`;
 * a lifecycle state is its index in :class:`State` and an event its index in
   :class:`CallEvent`, so the table is a tuple per event indexed by state: ``outcome`` is
   one subscript, no hashing;
@@ -58,8 +58,8 @@ from callsafe.formal.abstract import (
     invariant_holds,
     successor,
 )
+from callsafe.formal.ops import Ops, TableEntry, Val, truth_table
 from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
-from callsafe.model.ops import Ops, TableEntry, Val, truth_table
 
 __all__ = ["CompiledModel", "PyOps", "compile_model"]
 
@@ -544,7 +544,7 @@ def compile_model(model: SystemModel) -> CompiledModel:
     em.lines += ["", "def terminal(s):", f"    return {terminal}", ""]
     em.lines += ["", _symmetry_source(c.calls_of_turn, c.calls), ""]
     source = "\n".join(em.lines)
-    filename = f"<callsafe.model.compiled {c.to_json()} canonicalise={model.canonicalise}>"
+    filename = f"<callsafe.formal.compiled {c.to_json()} canonicalise={model.canonicalise}>"
     fits = c.restarts < 256  # every other field is a code or a count below 256
     pack: Callable[[Any], Flat] = bytes if fits else tuple
     namespace: dict[str, Any] = dict(o.tables)

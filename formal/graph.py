@@ -25,8 +25,8 @@ from typing import Any, cast
 
 import networkx as nx
 
-from callsafe.model.abstract import AbsState, Action, Config, SystemModel, TableEntry, state_invariants, symmetric
-from callsafe.model.compiled import compile_model
+from callsafe.formal.abstract import AbsState, Action, Config, SystemModel, TableEntry, state_invariants, symmetric
+from callsafe.formal.compiled import compile_model
 from callsafe.model.lifecycle import TERMINAL_STATES, TRANSITIONS, State
 
 __all__ = ["Exploration", "GraphStats", "StateBoundExceeded", "Transitions", "explore", "lifecycle_coverage"]
@@ -59,7 +59,7 @@ class Exploration:
 
     Explored with ``graph=False``, the transitions are counted, not kept (:attr:`graph`
     is then unavailable; statistics, violations and shortest paths are not). Explored
-    with ``symmetry=True``, the states are representatives (:func:`~callsafe.model.abstract.symmetric`)
+    with ``symmetry=True``, the states are representatives (:func:`~callsafe.formal.abstract.symmetric`)
     and a path names calls by their place in them; :meth:`concrete_path` maps it back."""
 
     config: Config
@@ -134,7 +134,7 @@ class Exploration:
 
         Why it always exists: the representative of a state is a permutation of it within
         turns, and that permutation maps the representative's successors to the state's
-        (:func:`~callsafe.model.abstract.symmetric`); so from the concrete state, some action
+        (:func:`~callsafe.formal.abstract.symmetric`); so from the concrete state, some action
         of the same kind leads to a state whose representative is the next one on ``path``."""
         if not self.symmetry:
             return path
@@ -243,7 +243,7 @@ def explore(
     overrides :meth:`~SystemModel.actions` or :meth:`~SystemModel.next_state`.
 
     ``symmetry=True`` explores one representative per set of states that differ only by
-    which call of a turn is which (:func:`~callsafe.model.abstract.symmetric`): the same
+    which call of a turn is which (:func:`~callsafe.formal.abstract.symmetric`): the same
     verdicts, up to 2x fewer states at two calls per turn, 6x at three. It is off by
     default because the graph's callers that turn paths into traces (the coverage suite,
     the diagrams, the mutant cross-checks) name calls; :meth:`Exploration.concrete_path`

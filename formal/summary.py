@@ -40,7 +40,7 @@ def model_summary(
     differ only by which call of a turn is which) and without keeping its transitions,
     unless ``symmetry=False``: its counts are then those of the reduced graph, and each
     shortest violation is a run of the unreduced system. Raises
-    :class:`~callsafe.model.graph.StateBoundExceeded` past ``max_states``."""
+    :class:`~callsafe.formal.graph.StateBoundExceeded` past ``max_states``."""
     config = config or Config()
     exploration = explore(config, symmetry=symmetry, graph=False, max_states=max_states)
     violations = {

@@ -262,8 +262,8 @@ def test_the_exploration_benchmark_compares_with_symmetry_on_both_sides(tmp_path
     exploration = bench_module("exploration")
     if exploration.tlc_available() is not None:
         pytest.skip(f"TLC unavailable: {exploration.tlc_available()}")
-    from callsafe.model.abstract import Config as ModelConfig
-    from callsafe.model.graph import explore
+    from callsafe.formal.abstract import Config as ModelConfig
+    from callsafe.formal.graph import explore
 
     config = ModelConfig(2, 1, 1, frozenset({"cancel", "confirmation"}), 0)
     reduced = exploration.measure(exploration.Shape("sym", config, 1, symmetry=True, heap="128m"), 1, tmp_path)

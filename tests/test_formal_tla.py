@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from callsafe.model.abstract import CONTROLS, Config, SystemModel
-from callsafe.model.graph import explore
+from callsafe.formal.abstract import CONTROLS, Config, SystemModel
+from callsafe.formal.graph import explore
+from callsafe.formal.mutants import mutant
+from callsafe.formal.tla import export_tla, find_tla2tools, run_tlc, tla_config, tla_module
+from callsafe.formal.tla_lean import export_lean, lean_config, lean_module
 from callsafe.model.lifecycle import State
-from callsafe.model.mutants import mutant
-from callsafe.model.tla import export_tla, find_tla2tools, run_tlc, tla_config, tla_module
-from callsafe.model.tla_lean import export_lean, lean_config, lean_module
 
 _MISSING = (
     "Java is not installed"

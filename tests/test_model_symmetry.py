@@ -12,9 +12,9 @@ import itertools
 
 import pytest
 
-from callsafe.model.abstract import CONTROLS, AbsState, Config, SystemModel, state_invariants, symmetric
-from callsafe.model.graph import StateBoundExceeded, explore
-from callsafe.model.mutants import mutant
+from callsafe.formal.abstract import CONTROLS, AbsState, Config, SystemModel, state_invariants, symmetric
+from callsafe.formal.graph import StateBoundExceeded, explore
+from callsafe.formal.mutants import mutant
 
 ALL = frozenset(CONTROLS)
 
