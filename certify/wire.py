@@ -48,7 +48,7 @@ trace, with the same oracle, as for an abstract target. Why it is done this way:
   ``message_delta`` always carries ``usage`` (the SDK adds its ``output_tokens`` to the
   message), and a Responses ``response.completed`` / ``incomplete`` / ``failed`` carries
   the response's ``output`` items (the SDK's final response is built from them).
-  :func:`_as_servers_send` adds them (``usage`` with zero tokens; ``output`` from the
+  :func:`callsafe.providers.streams.as_servers_send` adds them (``usage`` with zero tokens; ``output`` from the
   stream's own ``response.output_item.done`` items, by ``output_index``). Neither changes
   what the providers' parser reads, which a test checks.
 * **Liveness waits for the response's end** (:func:`response_deferred_liveness`). A
@@ -81,6 +81,7 @@ from callsafe.model.vocabulary import (
 )
 from callsafe.providers import registry
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable, ProviderError
+from callsafe.providers.streams import as_servers_send
 
 __all__ = [
     "ABSTRACT",
@@ -313,27 +314,6 @@ def _render_grouped(protocol: str, events: Sequence[Event]) -> list[list[dict[st
     return groups
 
 
-def _as_servers_send(protocol: str, groups: list[list[dict[str, Any]]]) -> None:
-    """Add, in place, the fields real servers always send that the renderer leaves out
-    (see the module docstring)."""
-    if protocol == "anthropic-messages":
-        for payload in (p for g in groups for p in g):
-            if payload.get("type") == "message_delta" and "usage" not in payload:
-                payload["usage"] = {"output_tokens": 0}
-    elif protocol == "openai-responses":
-        done: dict[int, Any] = {}
-        for payload in (p for g in groups for p in g):
-            kind = payload.get("type")
-            if kind == "response.created":
-                done = {}
-            elif kind == "response.output_item.done" and isinstance(payload.get("output_index"), int):
-                done[payload["output_index"]] = payload.get("item")
-            elif kind in ("response.completed", "response.incomplete", "response.failed"):
-                body = payload.get("response")
-                if isinstance(body, dict) and not body.get("output"):
-                    body["output"] = [copy.deepcopy(done[i]) for i in sorted(done)]
-
-
 def _early_counts(protocol: str, stream: _Stream, groups: list[list[dict[str, Any]]]) -> list[int]:
     """Per group: how many payloads come before the first one on which the protocol's
     parser reports an abstract event (0 when it reports nothing in the group)."""
@@ -368,7 +348,7 @@ def plan_wire(protocol: str, events: Sequence[Event]) -> WirePlan:
     ends: set[int] = set()
     for stream in streams:
         groups = _render_grouped(protocol, [e for _, e in stream.events])
-        _as_servers_send(protocol, groups)
+        as_servers_send(protocol, groups)
         counts = _early_counts(protocol, stream, groups)
         for (index, _), group, count in zip(stream.events, groups, counts, strict=True):
             payloads[index] = group

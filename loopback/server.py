@@ -43,7 +43,7 @@ from callsafe.model.vocabulary import Disconnect, Event
 from callsafe.providers import registry
 from callsafe.providers.base import WIRE_EVENTS
 from callsafe.providers.sse import DONE, cut, encode_event
-from callsafe.providers.streams import render_payloads
+from callsafe.providers.streams import as_servers_send, render_payloads
 
 __all__ = [
     "ENDPOINTS",
@@ -153,6 +153,8 @@ class StaticTrace:
         wire = [e for e in events if not isinstance(e, Disconnect)]
         self.full = render_payloads(protocol, wire)
         self.head = self.full if cut_at is None else render_payloads(protocol, events[:cut_at])
+        as_servers_send(protocol, [self.full])  # what real servers always send (usage, output)
+        as_servers_send(protocol, [self.head])
         self.drops = cut_at is not None
 
     def chunks(self, last_event_id: int | None) -> tuple[list[bytes], bool]:

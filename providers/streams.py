@@ -9,6 +9,7 @@ what the wire delivered.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from callsafe.providers import registry
 from callsafe.providers.base import ProtocolViolation, ProviderError, ends_cleanly
 from callsafe.providers.sse import DONE, SSEDecoder, encode_payloads, payload_of
 
-__all__ = ["ParsedStream", "parse_payloads", "parse_sse", "render_payloads", "render_sse"]
+__all__ = ["ParsedStream", "as_servers_send", "parse_payloads", "parse_sse", "render_payloads", "render_sse"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +89,29 @@ def render_sse(protocol: str, events: Sequence[Event]) -> bytes:
     spec = registry.get(protocol)
     payloads: list[Mapping[str, Any]] = list(spec.new_renderer().render(events))
     return encode_payloads(payloads, spec.event_name, done=spec.done_sentinel and ends_cleanly(events))
+
+
+def as_servers_send(protocol: str, groups: list[list[dict[str, Any]]]) -> None:
+    """Add, in place, the fields real servers always send that the renderers leave out, and
+    whose absence would make an SDK fail for a reason no server gives it: Anthropic's
+    ``message_delta`` always carries ``usage`` (zero tokens here), and a Responses
+    ``response.completed`` / ``incomplete`` / ``failed`` carries the response's ``output``
+    items (taken from the stream's own ``response.output_item.done`` items). Neither changes
+    what the providers' parsers read. ``groups`` are the payloads of one stream, in groups
+    (one per abstract event, as the harness renders them; a single group works too)."""
+    if protocol == "anthropic-messages":
+        for payload in (p for g in groups for p in g):
+            if payload.get("type") == "message_delta" and "usage" not in payload:
+                payload["usage"] = {"output_tokens": 0}
+    elif protocol == "openai-responses":
+        done: dict[int, Any] = {}
+        for payload in (p for g in groups for p in g):
+            kind = payload.get("type")
+            if kind == "response.created":
+                done = {}
+            elif kind == "response.output_item.done" and isinstance(payload.get("output_index"), int):
+                done[payload["output_index"]] = payload.get("item")
+            elif kind in ("response.completed", "response.incomplete", "response.failed"):
+                body = payload.get("response")
+                if isinstance(body, dict) and not body.get("output"):
+                    body["output"] = [copy.deepcopy(done[i]) for i in sorted(done)]

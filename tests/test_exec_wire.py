@@ -117,3 +117,36 @@ def test_the_naive_node_assembler_is_caught_with_a_replayable_counterexample(tmp
     assert files, reports.counterexamples
     replayed = check_trace(spec, Trace.loads(files[0].read_text(encoding="utf-8")))
     assert "INV-TERMINAL" in replayed.violated
+
+
+def _one_call(call: str, item: str) -> Trace:
+    b = TraceBuilder(tools={"pay": {"type": "object"}}).turn("t1", actor="u1", tenant="acme")
+    return (
+        b.open(call, "pay", item=item)
+        .fragment(call, '{"note":"h\u00e9')
+        .fragment(call, 'llo"}')
+        .terminal(call)
+        .response_end()
+        .build()
+    )
+
+
+def test_the_anthropic_and_responses_sdks_read_the_cut_streams_of_their_endpoints() -> None:
+    anthropic = pytest.importorskip("anthropic")
+    server = LoopbackServer(static=StaticTrace("anthropic-messages", _one_call("toolu_1", "0").events)).start()
+    try:
+        client = anthropic.Anthropic(base_url=server.base_url, api_key="x", max_retries=0)
+        with client.messages.stream(model="m", max_tokens=10, messages=[{"role": "user", "content": "go"}]) as stream:
+            message = stream.get_final_message()
+        assert message.stop_reason == "tool_use" and message.content[0].input == {"note": "h\u00e9llo"}
+    finally:
+        server.stop()
+    server = LoopbackServer(static=StaticTrace("openai-responses", _one_call("call_1", "fc_1").events)).start()
+    try:
+        client = openai.OpenAI(base_url=f"{server.base_url}/v1", api_key="x", max_retries=0)
+        with client.responses.stream(model="m", input="go") as stream:
+            response = stream.get_final_response()
+        (call,) = response.output
+        assert response.status == "completed" and json.loads(call.arguments) == {"note": "h\u00e9llo"}
+    finally:
+        server.stop()
