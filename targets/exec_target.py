@@ -19,7 +19,8 @@ delivered, the process is killed, and the next trace starts a fresh one.
 Timeouts (seconds, from the environment so that ``--workers`` processes see them too):
 ``CALLSAFE_EXEC_MESSAGE_TIMEOUT`` (default 10) for each answer, and
 ``CALLSAFE_EXEC_TRACE_TIMEOUT`` (default 60) for a whole trace; a program gets
-``CALLSAFE_EXEC_START_TIMEOUT`` (default 30) to start and answer ``init``.
+``CALLSAFE_EXEC_START_TIMEOUT`` (default 30) to start and answer ``init``; over HTTP, each
+payload is followed by a quiet window of ``CALLSAFE_EXEC_SETTLE`` (default 0.01).
 
 Wire mode: a program that reads a provider's protocol (``reads`` in ``init_ok``) gets each
 payload as a ``wire`` message, or, with ``"wire": "http"``, reads the stream with its own SDK
