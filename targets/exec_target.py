@@ -497,7 +497,13 @@ class ExecTarget:
             wait = min(settle if settle is not None else self.message_timeout, trace.deadline - now)
             try:
                 line = trace.process.lines.get(timeout=wait)
-            except queue.Empty:
+            except BaseException as stop:
+                if not isinstance(stop, queue.Empty):
+                    # The harness stopped the wait (its per-trace timeout, an interrupt): the
+                    # program is mid-message and cannot be reused. Gone for this trace.
+                    trace.failed = True
+                    trace.process.kill()
+                    raise
                 if settle is not None:
                     return
                 raise self._fail(trace, f"no answer to {what!r} within {self.message_timeout:g} s", "hang") from None

@@ -136,3 +136,16 @@ def test_workers_each_run_their_own_program() -> None:
     two = report_json(certify(REFERENCE, Options(generators=("catalog", "coverage"), minimize=False, workers=2)))
     assert _verdicts(one) == _verdicts(two) and one["summary"] == two["summary"]
     assert two["execution"]["workers"] == 2
+
+
+def test_the_harness_per_trace_timeout_stops_a_hung_program_and_the_next_trace_gets_a_fresh_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CALLSAFE_TEST_MARK", str(tmp_path / "hang.mark"))
+    monkeypatch.setenv("CALLSAFE_EXEC_MESSAGE_TIMEOUT", "60")  # the harness's 2 s per trace comes first
+    options = Options(generators=("catalog",), minimize=False, trace_timeout=2)
+    cert = certify(f"exec:{sys.executable} {PROGRAMS / 'misbehave.py'} hang", options)
+    errors = [str(e) for e in cert.errors]
+    assert len(errors) == 1, errors
+    assert ": hang in receive at step " in errors[0]
+    assert report_json(cert)["summary"]["traces_run"] == len(CATALOG)
