@@ -44,7 +44,6 @@ from typing import Any, Final
 
 from callsafe import __version__
 from callsafe.certify.harness import (
-    ADVERSITIES_GENERATOR,
     KNOWN_GENERATORS,
     WIRE_GENERATOR,
     Certification,
@@ -88,7 +87,7 @@ __all__ = [
 MATRIX_VERSION: Final = 1
 MATRIX_GENERATORS: Final = (
     WIRE_GENERATOR,
-    *(g for g in KNOWN_GENERATORS if g not in (WIRE_GENERATOR, "traces", ADVERSITIES_GENERATOR)),
+    *(g for g in KNOWN_GENERATORS if g not in (WIRE_GENERATOR, "traces")),
 )
 STATUS_LABEL: Final = {
     "holds": "holds",

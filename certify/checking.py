@@ -30,7 +30,8 @@ from callsafe.generators.needs import needed_capabilities
 from callsafe.model.invariants import INVARIANTS
 from callsafe.model.lifecycle import CallEvent
 from callsafe.model.oracle import Oracle, judge
-from callsafe.model.vocabulary import Observation, Trace
+from callsafe.model.vocabulary import Disconnect, Observation, Trace
+from callsafe.providers.adversities import WireTrace
 
 __all__ = [
     "BYTE_CAPS",
@@ -67,6 +68,16 @@ def _not_applicable_judgement() -> Judgement:
     return Judgement({inv.id: None for inv in INVARIANTS})
 
 
+def _needs(trace: Trace) -> frozenset[str]:
+    """The capabilities ``trace`` needs. In a :class:`WireTrace` a disconnect is what the
+    wire did (the connection dropped, or the parser refused a payload and reads the stream
+    as broken), not an application's cancellation: a library is given the wire as it came,
+    so it needs no capability for it; what it then runs is judged as for any stop."""
+    if isinstance(trace, WireTrace):
+        trace = Trace(events=tuple(e for e in trace.events if not isinstance(e, Disconnect)), tools=trace.tools)
+    return needed_capabilities(trace)
+
+
 def run_checked(
     factory: TargetFactory,
     capabilities: frozenset[str],
@@ -76,7 +87,7 @@ def run_checked(
     """Run ``trace`` on a fresh target from ``factory`` and judge it; the target is stopped
     after ``timeout`` seconds (:mod:`~callsafe.certify.watchdog`), and whatever it raised
     or hung on is on ``checked.judgement.errors`` (:class:`TargetError`)."""
-    missing = tuple(sorted(needed_capabilities(trace) - capabilities))
+    missing = tuple(sorted(_needs(trace) - capabilities))
     if missing:
         return Checked(trace, missing, None, judge(trace), _not_applicable_judgement())
     try:

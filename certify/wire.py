@@ -80,6 +80,7 @@ from callsafe.model.vocabulary import (
     TurnStarted,
 )
 from callsafe.providers import registry
+from callsafe.providers.adversities import WireTrace
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable, ProviderError
 from callsafe.providers.streams import as_servers_send
 
@@ -357,23 +358,6 @@ def plan_wire(protocol: str, events: Sequence[Event]) -> WirePlan:
             ends.add(stream.clean_end)
     deliveries = tuple(WireDelivery(tuple(payloads[i]), early[i], i in ends, receive[i]) for i in range(len(events)))
     return WirePlan(protocol, deliveries, len(streams))
-
-
-@dataclass(frozen=True)
-class WireTrace(Trace):
-    """An abstract trace read from a recorded or mutated stream, with the stream itself.
-
-    ``events`` are the turn, then what ``protocol``'s parser read from ``payloads`` (ended
-    cleanly after them when ``clean``, else as a dropped connection); ``operator`` names the
-    wire adversity that made the stream (:mod:`callsafe.certify.wire_adversities`), if any.
-    A target that reads ``protocol`` is given the payloads themselves (:func:`plan_recorded`),
-    an abstract target the events, a target of another protocol nothing (not applicable).
-    Minimisation leaves it whole: its events and payloads stand or fall together."""
-
-    protocol: str = ""
-    payloads: tuple[Mapping[str, Any], ...] = ()
-    clean: bool = True
-    operator: str = ""
 
 
 def plan_recorded(trace: WireTrace) -> WirePlan:

@@ -4,9 +4,10 @@ as traces the harness runs.
 
 Why these traces carry their wire: an adversity is a shape of the payloads that no renderer
 writes (that is the point of it), so the harness cannot get it back by rendering the abstract
-trace. A :class:`~callsafe.certify.wire.WireTrace` is the abstract trace the protocol's parser reads from the
-mutated payloads (what the oracle judges, so every expected verdict comes from the oracle
-and none is written here), together with those payloads: a target that reads that
+trace. A :class:`~callsafe.providers.adversities.WireTrace` is the abstract trace the
+protocol's parser reads from the mutated payloads (what the oracle judges, so every
+expected verdict comes from the oracle and none is written here), together with those
+payloads: a target that reads that
 protocol's wire is given the mutated payloads themselves (:func:`callsafe.certify.wire.prepare`
 builds the plan from them), an abstract target (the reference) is given the parsed events,
 and a target of another protocol finds the trace not applicable. A stream the parser refuses
@@ -26,15 +27,15 @@ import copy
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
-from callsafe.certify.wire import WireTrace, prepare
+from callsafe.certify.wire import prepare
 from callsafe.certify.wire_traces import wire_traces
-from callsafe.model.vocabulary import Event, Trace, TurnStarted
+from callsafe.model.vocabulary import Trace, TurnStarted
 from callsafe.providers import registry
-from callsafe.providers.adversities import OPERATORS, SSE_OPERATORS, Variant, expected_events, sse_bytes
+from callsafe.providers.adversities import OPERATORS, SSE_OPERATORS, WireTrace, read_back, sse_bytes
 from callsafe.providers.base import NotRepresentable
 from callsafe.providers.streams import parse_sse
 
-__all__ = ["BASES", "PROTOCOLS", "adversity_sources", "adversity_traces", "base_payloads"]
+__all__ = ["BASES", "PROTOCOLS", "WireTrace", "adversity_sources", "adversity_traces", "base_payloads"]
 
 PROTOCOLS: Final = ("openai-chat", "openai-responses", "anthropic-messages")
 """The protocols the generator mutates by default: those the client libraries read. The
@@ -60,23 +61,6 @@ def base_payloads(trace: Trace, protocol: str) -> list[dict[str, Any]]:
     return [dict(copy.deepcopy(p)) for d in plan.deliveries for p in d.payloads]
 
 
-def _wire_trace(base: Trace, protocol: str, operator: str, source: str, variant: Variant) -> WireTrace:
-    turn = next(e for e in base.events if isinstance(e, TurnStarted))
-    parsed = expected_events(protocol, variant, turn.turn, "r1")
-    events: tuple[Event, ...] = (turn, *parsed.events)
-    return WireTrace(
-        events=events,
-        tools=base.tools,
-        limits=base.limits,
-        name=f"wire adversity {operator} ({protocol}): {variant.label}; base: {base.name}",
-        source=f"{source}; expected verdicts: the oracle on what {protocol}'s parser reads from the mutated stream",
-        protocol=protocol,
-        payloads=variant.payloads,
-        clean=variant.clean,
-        operator=operator,
-    )
-
-
 def adversity_traces(protocols: Sequence[str] = PROTOCOLS, *, sse: bool = True) -> Iterator[WireTrace]:
     """Every operator's variants of every base stream, for each protocol, in a fixed order.
     With ``sse``, also one trace per SSE operator and protocol (the byte-level reader's
@@ -93,7 +77,7 @@ def adversity_traces(protocols: Sequence[str] = PROTOCOLS, *, sse: bool = True) 
         for operator in OPERATORS:
             for name, payloads in rendered.items():
                 for variant in operator.variants(protocol, payloads):
-                    yield _wire_trace(bases[name], protocol, operator.name, operator.source, variant)
+                    yield read_back(bases[name], protocol, operator.name, operator.source, variant)
         if not sse or not rendered:
             continue
         name, payloads = next(iter(rendered.items()))

@@ -31,9 +31,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from callsafe.model.vocabulary import Event, Trace, TurnStarted
 from callsafe.providers import registry
 from callsafe.providers.sse import encode_payloads
-from callsafe.providers.streams import ParsedStream, parse_payloads
+from callsafe.providers.streams import ParsedStream, as_servers_send, parse_payloads, render_payloads
 
 __all__ = [
     "OPERATORS",
@@ -41,8 +42,11 @@ __all__ = [
     "Operator",
     "SseOperator",
     "Variant",
+    "WireTrace",
     "expected_events",
+    "operator",
     "operators_for",
+    "wire_trace",
 ]
 
 Payload = dict[str, Any]
@@ -88,6 +92,63 @@ def expected_events(protocol: str, variant: Variant, turn: str, response: str) -
     """What the protocol's parser reads from a variant: the events the oracle judges."""
     payloads = copy.deepcopy(list(variant.payloads))
     return parse_payloads(protocol, payloads, turn=turn, response=response, clean=variant.clean)
+
+
+@dataclass(frozen=True)
+class WireTrace(Trace):
+    """An abstract trace read from a recorded or mutated stream, with the stream itself.
+
+    ``events`` are the turn, then what ``protocol``'s parser read from ``payloads`` (ended
+    cleanly after them when ``clean``, else as a dropped connection); ``operator`` names the
+    wire adversity that made the stream, if any. A target that reads ``protocol`` is given
+    the payloads themselves (:func:`callsafe.certify.wire.plan_recorded`), an abstract target
+    the events, a target of another protocol nothing (not applicable). Minimisation leaves
+    it whole: its events and payloads stand or fall together."""
+
+    protocol: str = ""
+    payloads: tuple[Mapping[str, Any], ...] = ()
+    clean: bool = True
+    operator: str = ""
+
+
+def read_back(base: Trace, protocol: str, op: str, source: str, variant: Variant) -> WireTrace:
+    """The :class:`WireTrace` of a variant of ``base``'s stream: the base's turn, then what
+    the parser reads from the variant; named after the operator, the variant and the base."""
+    turn = next(e for e in base.events if isinstance(e, TurnStarted))
+    parsed = expected_events(protocol, variant, turn.turn, "r1")
+    events: tuple[Event, ...] = (turn, *parsed.events)
+    return WireTrace(
+        events=events,
+        tools=base.tools,
+        limits=base.limits,
+        name=f"wire adversity {op} ({protocol}): {variant.label}; base: {base.name}",
+        source=f"{source}; expected verdicts: the oracle on what {protocol}'s parser reads from the mutated stream",
+        protocol=protocol,
+        payloads=variant.payloads,
+        clean=variant.clean,
+        operator=op,
+    )
+
+
+def operator(name: str) -> Operator:
+    """The payload operator called ``name``."""
+    for op in OPERATORS:
+        if op.name == name:
+            return op
+    raise KeyError(f"no wire adversity {name!r}; known: {', '.join(o.name for o in OPERATORS)}")
+
+
+def wire_trace(base: Trace, protocol: str, name: str, label: str) -> WireTrace:
+    """The :class:`WireTrace` of operator ``name``'s variant ``label`` of ``base`` (one
+    stream, items already as ``protocol`` addresses them), rendered as servers send it (a
+    finding's witness, named as the generator names the same variant)."""
+    payloads = [dict(p) for p in render_payloads(protocol, [e for e in base.events if not isinstance(e, TurnStarted)])]
+    as_servers_send(protocol, [payloads])
+    op = operator(name)
+    for variant in op.variants(protocol, payloads):
+        if variant.label == label:
+            return read_back(base, protocol, op.name, op.source, variant)
+    raise KeyError(f"{name} has no variant {label!r} for this {protocol} stream")
 
 
 # --------------------------------------------------------------------------------------
@@ -448,6 +509,35 @@ def _chat_indexes(protocol: str, payloads: Payloads) -> list[Variant]:
     return out
 
 
+def _chat_repeated_id_name(protocol: str, payloads: Payloads) -> list[Variant]:
+    copied = copy.deepcopy(payloads)
+    named: dict[Any, tuple[Any, Any]] = {}
+    changed = False
+    for p in copied:
+        entry = _chat_entry(p)
+        if entry is None:
+            continue
+        function = entry.setdefault("function", {})
+        if function.get("name"):
+            named[entry.get("index")] = (entry.get("id"), function["name"])
+        elif entry.get("index") in named:
+            entry["id"], function["name"] = named[entry.get("index")]
+            entry.setdefault("type", "function")
+            changed = True
+    return [Variant("the id and name repeated on every chunk of a call", tuple(copied))] if changed else []
+
+
+def _chat_missing_index(protocol: str, payloads: Payloads) -> list[Variant]:
+    copied = copy.deepcopy(payloads)
+    if len({e.get("index") for p in copied if (e := _chat_entry(p)) is not None}) != 1:
+        return []  # without an index, a call is its entry's place in the list: one call only
+    for p in copied:
+        entry = _chat_entry(p)
+        if entry is not None:
+            entry.pop("index", None)
+    return [Variant("tool-call deltas without index (Mistral)", tuple(copied))]
+
+
 def _chat_created(protocol: str, payloads: Payloads) -> list[Variant]:
     copied = copy.deepcopy(payloads)
     chunks = [p for p in copied if _choice(p) is not None]
@@ -684,6 +774,18 @@ OPERATORS: Final[tuple[Operator, ...]] = (
         "google-adk lite_llm.py (index 0 is falsy), new-api #6278 (indices [0, 0, 1]), openai-node #771",
         _C,
         _chat_indexes,
+    ),
+    Operator(
+        "repeated-id-and-name",
+        "Alibaba/Qwen and others repeat id and name on every chunk; llama-index #22580, autogen #6193 (id +=, name +=)",
+        _C,
+        _chat_repeated_id_name,
+    ),
+    Operator(
+        "missing-index",
+        "Mistral sends tool-call deltas without index; openai-node #771 / PR #1031 (an accumulator that ignored it)",
+        _C,
+        _chat_missing_index,
     ),
     Operator(
         "created-out-of-order", "issue 18 (a library that re-sorts chunks by their created time)", _C, _chat_created

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import StopReason, ToolSpec, Trace
+from callsafe.providers.adversities import wire_trace
 
 __all__ = ["FINDINGS", "NOTES", "REPRO_DIR", "Finding", "findings_for", "notes_for"]
 
@@ -99,11 +100,36 @@ def _s(*invariants: str) -> frozenset[str]:
     return frozenset(invariants)
 
 
-T, X, C, L = "INV-TERMINAL", "INV-EXACT-ARGS", "INV-CANCEL", "LIVE-DISPATCH"
-OA_DONE, OA_FINAL, OA_NONSTRICT = (
+def _adversity(protocol: str, operator: str, label: str, base: Trace | None = None) -> Trace:
+    """A wire adversity's variant of one call's stream (``base``: of another trace), as the
+    ``wire-adversities`` generator makes it (:mod:`callsafe.providers.adversities`)."""
+    return wire_trace(base or _one(WHOLE), protocol, operator, label)
+
+
+BOOK: Final = {"type": "object", "properties": {"day": {"type": "string"}, "time": {"type": "string"}}}
+
+
+def _book_cut_in_a_string() -> Trace:
+    """One ``book`` call whose input was cut off inside a string by a ``length`` stop that
+    arrives after the call's own end."""
+    b = TraceBuilder(tools={"book": ToolSpec(schema=BOOK)}).turn("t1", response="r1")
+    b.open("call_a", "book", item="0").fragments("call_a", '{"day":"Tue","time":"10:').terminal("call_a")
+    return b.response_end("length").build()
+
+
+T, X, C, L, ONCE = "INV-TERMINAL", "INV-EXACT-ARGS", "INV-CANCEL", "LIVE-DISPATCH", "INV-ONCE"
+OA_DONE, OA_FINAL, OA_NONSTRICT, OA_FINAL_NONSTRICT = (
     "openai:openai-chat:done_event",
     "openai:openai-chat:final",
-    ("openai:openai-chat:done_event+nonstrict"),
+    "openai:openai-chat:done_event+nonstrict",
+    "openai:openai-chat:final+nonstrict",
+)
+CHAT, RESP, ANTH = "openai-chat", "openai-responses", "anthropic-messages"
+EVERY_CHUNK = ("finish-reason-on-every-chunk", "finish_reason 'tool_calls' on every chunk")
+REPEATED = ("repeated-id-and-name", "the id and name repeated on every chunk of a call")
+_LATE = (
+    "a fragment that arrives after the choice's finish_reason is appended (a finish_reason on every chunk, "
+    "jcode #1326): '{\"amount\":1' ended, then '00}' runs {'amount': 100}, a reading the end never gave"
 )
 OR_DONE, OR_FINAL = "openai:openai-responses:arguments_done", "openai:openai-responses:final"
 AN_STOP, AN_FINAL, AN_FINE = (
@@ -294,6 +320,100 @@ FINDINGS: Final[tuple[Finding, ...]] = (
         "litellm_index_collision.py",
         (_two(WHOLE, WHOLE, shared=True),),
         {LL_FINAL: _s(L)},
+    ),
+    # -- findings that only wire adversities show (issue 18) -------------------------------------
+    Finding(
+        "OA-CHAT-REPEATED-ID-NAME",
+        "openai",
+        "an id and name repeated on every chunk are concatenated (paypay, call_acall_a): the call names no tool",
+        "openai_chat_repeated_name.py",
+        (_adversity(CHAT, *REPEATED),),
+        {OA_DONE: _s(L), OA_FINAL: _s(L), OA_NONSTRICT: _s(L), OA_FINAL_NONSTRICT: _s(L)},
+    ),
+    Finding(
+        "OA-CHAT-LATE-DATA",
+        "openai",
+        _LATE + " (the final completion; with strict tools the SDK's parse at the first finish_reason raises)",
+        "openai_chat_late_data_after_finish.py",
+        (_adversity(CHAT, *EVERY_CHUNK),),
+        {OA_FINAL_NONSTRICT: _s(T, C)},
+    ),
+    Finding(
+        "OA-RESP-REPLAYED-DONE",
+        "openai",
+        "a replayed response.function_call_arguments.done (same sequence_number) is passed on again: the call "
+        "runs twice",
+        "openai_responses_replayed_done.py",
+        (
+            _adversity(
+                RESP,
+                "replayed-responses-events",
+                "response.function_call_arguments.done replayed (same sequence_number)",
+            ),
+        ),
+        {OR_DONE: _s(ONCE, T)},
+    ),
+    Finding(
+        "AN-SECOND-MESSAGE-START",
+        "anthropic",
+        "a second message_start inside the open message is ignored: the deltas after it are appended to the first "
+        "message's block, which is presented as finished (the stream, spliced from two messages, has no call "
+        "that may run)",
+        "anthropic_second_message_start.py",
+        (
+            _adversity(
+                ANTH, "replayed-block-or-message-start", "a second message_start (another id) inside the open message"
+            ),
+        ),
+        {AN_STOP: _s(T, C), AN_FINAL: _s(T, C), AN_FINE: _s(T, C)},
+    ),
+    Finding(
+        "AN-FINE-GRAINED-TRAILING",
+        "anthropic",
+        "with the fine-grained tool streaming beta the repair keeps partial strings ({'time': '10:'})",
+        "anthropic_fine_grained_trailing_string.py",
+        (_book_cut_in_a_string(),),
+        {AN_FINE: _s(T)},
+    ),
+    Finding(
+        "LC-REPEATED-NAME",
+        "langchain-core",
+        "a name repeated on every chunk is concatenated (paypay); the repeated id is deduplicated",
+        "langchain_core_repeated_name.py",
+        (_adversity(CHAT, *REPEATED),),
+        {LC_FINAL: _s(L)},
+    ),
+    Finding(
+        "LC-LATE-DATA",
+        "langchain-core",
+        _LATE,
+        "langchain_core_late_data_after_finish.py",
+        (_adversity(CHAT, *EVERY_CHUNK),),
+        {LC_FINAL: _s(T, C)},
+    ),
+    Finding(
+        "PA-REPEATED-NAME",
+        "pydantic-ai-slim",
+        "a name repeated on every chunk is concatenated (paypay)",
+        "pydantic_ai_repeated_name.py",
+        (_adversity(CHAT, *REPEATED),),
+        {PA_AGENT: _s(L), PA_PARTS: _s(L)},
+    ),
+    Finding(
+        "PA-LATE-DATA",
+        "pydantic-ai-slim",
+        _LATE,
+        "pydantic_ai_late_data_after_finish.py",
+        (_adversity(CHAT, *EVERY_CHUNK),),
+        {PA_AGENT: _s(T, C), PA_PARTS: _s(T, C)},
+    ),
+    Finding(
+        "LL-LATE-DATA",
+        "litellm",
+        _LATE,
+        "litellm_late_data_after_finish.py",
+        (_adversity(CHAT, *EVERY_CHUNK),),
+        {LL_FINAL: _s(T, C)},
     ),
 )
 

@@ -26,6 +26,7 @@ LIBRARY_TARGETS: Final[dict[str, Callable[[], WireTarget]]] = {
     "openai:openai-chat:done_event": lambda: OpenAIChatTarget("done_event"),
     "openai:openai-chat:final": lambda: OpenAIChatTarget("final"),
     "openai:openai-chat:done_event+nonstrict": lambda: OpenAIChatTarget("done_event", strict=False),
+    "openai:openai-chat:final+nonstrict": lambda: OpenAIChatTarget("final", strict=False),
     "openai:openai-responses:arguments_done": lambda: OpenAIResponsesTarget("arguments_done"),
     "openai:openai-responses:final": lambda: OpenAIResponsesTarget("final"),
     "anthropic:anthropic-messages:block_stop": lambda: AnthropicMessagesTarget("block_stop"),

@@ -59,3 +59,34 @@ def test_every_script_stands_alone() -> None:
         assert len(text.splitlines()) < 30, f.script
         assert "callsafe" not in text, f.script
         assert f.script.startswith(PREFIX[f.library]), f.script
+
+
+# A repro whose problem is that the library raises: its cell is a target error ("not
+# established"), not a violated invariant, so it has no finding of its own in FINDINGS.
+RAISES: dict[str, tuple[str, str, str, str]] = {
+    "openai_chat_missing_index.py": (
+        "openai:openai-chat:final",
+        "openai-chat",
+        "missing-index",
+        "tool-call deltas without index (Mistral)",
+    ),
+}
+
+
+def test_every_repro_is_a_finding_whose_problem_shows_in_its_cell() -> None:
+    """Issue 18: no repro-only findings. Every script in targets/repro is the script of one
+    finding here (whose witnesses, run as the matrix runs them, violate its recorded cells:
+    the test above), or of a library exception that the matrix shows as a target error."""
+    from callsafe.providers.adversities import wire_trace
+    from callsafe.targets.findings import WHOLE, _one
+
+    scripts = {f.script for f in FINDINGS}
+    on_disk = {p.name for p in (ROOT / "targets" / "repro").glob("*.py")}
+    assert scripts | set(RAISES) == on_disk
+    assert not scripts & set(RAISES)
+    for script, (surface, protocol, operator, label) in RAISES.items():
+        reason = unavailable(surface)
+        if reason is not None:
+            pytest.skip(reason)
+        checked = check_trace(f"library:{surface}", wire_trace(_one(WHOLE), protocol, operator, label))
+        assert checked.judgement.errors, script

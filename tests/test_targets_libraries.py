@@ -320,6 +320,9 @@ RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
     ("openai:openai-chat:final", "chat-index-collision-glued-valid"): ("OA-CHAT-INDEX-COLLISION", _GLUED_AB),
     ("openai:openai-chat:final", "chat-repeated-id-name"): ("OA-CHAT-REPEATED-ID-NAME", _LIVE_A),
     ("openai:openai-chat:final", "chat-interleaved"): ("OA-CHAT-DONE-BEFORE-END", _LIVE_AB),
+    ("openai:openai-chat:final+nonstrict", "chat-index-collision"): ("OA-CHAT-INDEX-COLLISION", _LIVE_AB),
+    ("openai:openai-chat:final+nonstrict", "chat-index-collision-glued-valid"): ("OA-CHAT-INDEX-COLLISION", _GLUED_AB),
+    ("openai:openai-chat:final+nonstrict", "chat-repeated-id-name"): ("OA-CHAT-REPEATED-ID-NAME", _LIVE_A),
     ("openai:openai-chat:done_event+nonstrict", "chat-index-collision"): ("OA-CHAT-INDEX-COLLISION", _LIVE_AB),
     ("openai:openai-chat:done_event+nonstrict", "chat-index-collision-glued-valid"): (
         "OA-CHAT-INDEX-COLLISION",
@@ -475,6 +478,7 @@ RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
     # data after the finish reason (issue 18): every Chat accumulator appends it
     ("openai:openai-chat:done_event", "chat-finish-every-chunk"): ("OA-CHAT-LATE-DATA", _A100),
     ("openai:openai-chat:final", "chat-finish-every-chunk"): ("OA-CHAT-LATE-DATA", _A100),
+    ("openai:openai-chat:final+nonstrict", "chat-finish-every-chunk"): ("OA-CHAT-LATE-DATA", _A100),
     ("openai:openai-chat:done_event+nonstrict", "chat-finish-every-chunk"): ("OA-CHAT-LATE-DATA", _A100),
     ("langchain-core:openai-chat:final", "chat-finish-every-chunk"): ("LC-LATE-DATA", _A100),
     ("pydantic-ai-slim:openai-chat:agent", "chat-finish-every-chunk"): ("PA-LATE-DATA", _A100),
@@ -640,6 +644,10 @@ _MISTRAL_LIVE = ["LIVE-DISPATCH: gSIMJiOkT never executed"]
 CAPTURE_RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
     ("openai:openai-chat:done_event", "mistral/mistral-tool-call.chunks.txt"): ("OA-CHAT-MISSING-INDEX", _MISTRAL_LIVE),
     ("openai:openai-chat:final", "mistral/mistral-tool-call.chunks.txt"): ("OA-CHAT-MISSING-INDEX", _MISTRAL_LIVE),
+    ("openai:openai-chat:final+nonstrict", "mistral/mistral-tool-call.chunks.txt"): (
+        "OA-CHAT-MISSING-INDEX",
+        _MISTRAL_LIVE,
+    ),
     ("openai:openai-chat:done_event+nonstrict", "mistral/mistral-tool-call.chunks.txt"): (
         "OA-CHAT-MISSING-INDEX",
         _MISTRAL_LIVE,
