@@ -65,6 +65,7 @@ from callsafe.model.vocabulary import (
     TurnStarted,
     event_to_json,
 )
+from callsafe.reporting.report import LONE_SURROGATES
 
 __all__ = [
     "MATRIX_GENERATORS",
@@ -644,11 +645,15 @@ def write_matrix(m: Matrix, out_dir: Path) -> MatrixFiles:
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{_slug(inv)}.json"
             path.write_text(
-                json.dumps(cell.counterexample["trace"], indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+                json.dumps(cell.counterexample["trace"], indent=1, ensure_ascii=False) + "\n",
+                encoding="utf-8",
+                errors=LONE_SURROGATES,
             )
             files.counterexamples[(r.row.spec, inv)] = str(path.relative_to(out_dir))
     doc = matrix_json(m)
-    files.json.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    files.markdown.write_text(matrix_markdown(m, files), encoding="utf-8")
-    files.html.write_text(matrix_html(m, files), encoding="utf-8")
+    files.json.write_text(
+        json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8", errors=LONE_SURROGATES
+    )
+    files.markdown.write_text(matrix_markdown(m, files), encoding="utf-8", errors=LONE_SURROGATES)
+    files.html.write_text(matrix_html(m, files), encoding="utf-8", errors=LONE_SURROGATES)
     return files

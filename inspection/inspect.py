@@ -105,7 +105,10 @@ def load_tools(text: str) -> dict[str, ToolSpec]:
     * a list of provider tool definitions: OpenAI Chat (``{"type": "function", "function":
       {"name", "parameters"}}``), OpenAI Responses (``{"type": "function", "name",
       "parameters"}``), Anthropic (``{"name", "input_schema"}``), each optionally with
-      ``"confirm": true``.
+      ``"confirm": true``;
+    * a plain map of names to JSON Schemas, ``{"pay": {"type": "object", ...}}`` (issue 18):
+      a value with none of a declaration's keys but a JSON Schema keyword is that tool's
+      schema. A value that is neither is refused with how to wrap it.
 
     Raises :class:`~callsafe.inspection.recording.RecordingError` with one line on anything else.
     """
@@ -129,7 +132,22 @@ def load_tools(text: str) -> dict[str, ToolSpec]:
     raise RecordingError("--tools: expected an object of tool declarations or a list of tool definitions")
 
 
+_DECLARATION_KEYS: Final = frozenset({"schema", "confirm", "business", "actors"})
+_SCHEMA_KEYWORDS: Final = frozenset(
+    {"type", "properties", "required", "$schema", "$ref", "anyOf", "oneOf", "allOf", "items", "enum", "const"}
+    | {"additionalProperties", "patternProperties", "not", "$defs", "definitions", "title", "description"}
+)
+
+
 def _declared(name: str, spec: Any) -> ToolSpec:
+    if isinstance(spec, dict) and spec and not spec.keys() & _DECLARATION_KEYS:
+        if spec.keys() & _SCHEMA_KEYWORDS:
+            spec = {"schema": spec}  # a plain {name: JSON Schema} map
+        else:
+            raise TraceFormatError(
+                f"tool {name!r}: neither a declaration nor a JSON Schema (keys {sorted(spec)[:6]}); "
+                f'write {{"{name}": {{"schema": <its JSON Schema>}}}} or {{"{name}": <its JSON Schema>}}'
+            )
     try:
         return ToolSpec.from_json(spec)
     except TraceFormatError as exc:

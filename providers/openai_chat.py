@@ -9,6 +9,9 @@ read: other choices are alternatives the application did not pick, and never exe
 
 Decisions, and why:
 
+* **A call opens when it has its name and its id, or its name and its first arguments**
+  (the id and the name may come in either order, in separate chunks: vercel/ai #14722,
+  Zoo-Code #695); a call that never gets an id is ``<response>#<index>``.
 * **``id`` and ``function.name`` are set once, never concatenated.** An empty string is
   "not sent" (Alibaba repeats ``"id": ""`` on every chunk). Repeating the same id or name
   changes nothing. A *different* name for the same call is re-announced to the model,
@@ -104,6 +107,7 @@ class ChatParser(Parser):
         self._response_from_wire = False
         self._current: dict[int, CallState] = {}  # index -> the call the index named last
         self._pending_id: dict[int, str] = {}  # index -> an id sent before the call's name
+        self._pending_name: dict[int, str] = {}  # index -> a name sent before the call's id and arguments
         self._finish_reason: str | None = None  # the end's reason: the first, unless a later one stops
         self._finished_choice = False  # choice 0 sent a finish reason: tool-call data after it is late
         self._late: set[tuple[str, str, str]] = set()  # calls that received data after the finish reason
@@ -162,6 +166,17 @@ class ChatParser(Parser):
         ):
             self._finish_reason = reason
 
+    def _open(self, rid: str, index: int, name: str, *, now: bool = True) -> CallState:
+        """Open the call at ``index`` (with the id sent for it, if any). ``now``: because of
+        this chunk (a call opened by a chunk after the finish reason is late data), not
+        because the stream ended."""
+        call = self._pending_id.pop(index, None) or f"{rid}#{index}"
+        current = self._open_call(rid, str(index), call, name)
+        self._current[index] = current
+        if now:
+            self._mark_late(current)
+        return current
+
     def _mark_late(self, state: CallState | None) -> None:
         if state is not None and self._finished_choice:
             self._late.add(state.key)
@@ -187,12 +202,20 @@ class ChatParser(Parser):
                 del self._current[index]
                 current = None
                 self._pending_id[index] = call_id
+        pending_name = self._pending_name.get(index)
+        if (
+            current is None
+            and pending_name is not None
+            and (call_id is not None or arguments or name not in (None, pending_name))
+        ):
+            # the name came first: the call opens with the id that follows it, or with none
+            current = self._open(rid, index, self._pending_name.pop(index))
         if name is not None:
             if current is None:
-                call = self._pending_id.pop(index, None) or f"{rid}#{index}"
-                current = self._open_call(rid, str(index), call, name)
-                self._current[index] = current
-                self._mark_late(current)  # a call opened after the choice ended
+                if call_id is None and index not in self._pending_id and not arguments:
+                    self._pending_name[index] = name  # the id may come in a later chunk (vercel/ai #14722)
+                    return
+                current = self._open(rid, index, name)
             elif name != current.tool:
                 self._open_call(rid, current.item, current.call, name)  # the model fails the call
         if arguments:
@@ -204,6 +227,8 @@ class ChatParser(Parser):
     def _eos(self) -> None:
         if self._response is None or self._ended:
             return
+        for index in list(self._pending_name):  # a call that never got an id or arguments
+            self._open(self._response, index, self._pending_name.pop(index), now=False)
         reason: StopReason = "error"
         if self._finish_reason is not None:
             reason = FINISH_REASONS.get(self._finish_reason, "error")

@@ -45,6 +45,7 @@ from callsafe.generators.coverage import ALL_TRANSITIONS
 from callsafe.model.vocabulary import observation_to_json
 
 __all__ = [
+    "LONE_SURROGATES",
     "REPORT_SCHEMA",
     "REPORT_VERSION",
     "VARYING",
@@ -59,6 +60,10 @@ __all__ = [
 # 2: options.workers moved to execution.workers; 3: target errors are verdicts (verdict
 # "target_errors"/"partial", status "not_established", broken_traces, scenarios, stopped)
 REPORT_VERSION: Final = 3
+# What a target presented or ran can hold a lone surrogate (a "\\ud800" escape a library
+# decoded), which UTF-8 cannot encode: it is written as that escape again, which a JSON
+# reader reads back as the same string (the files stay valid UTF-8).
+LONE_SURROGATES: Final = "backslashreplace"
 # The parts of report.json that say when and how a run was executed, not what it found
 # (paths; "*" stands for every generator).
 VARYING: Final = ("started_at", "timings", "execution", "generators.*.seconds", "generators.*.info.wall_seconds")
@@ -721,7 +726,7 @@ def write_reports(cert: Certification, out_dir: Path, junit: Path | None = None)
             stem = f"{_slug(inv_id)}-{n + 1}"
             trace_path = ce_dir / f"{stem}.json"
             test_path = ce_dir / f"test_{stem.replace('-', '_')}.py"
-            trace_path.write_text(ce.minimal.dumps() + "\n", encoding="utf-8")
+            trace_path.write_text(ce.minimal.dumps() + "\n", encoding="utf-8", errors=LONE_SURROGATES)
             test_path.write_text(
                 pytest_source(ce.minimal, inv_id, cert.target.spec, trace_path.name, cert.options.seed),
                 encoding="utf-8",
@@ -735,19 +740,21 @@ def write_reports(cert: Certification, out_dir: Path, junit: Path | None = None)
     for n, b in enumerate(cert.broken):
         broken_dir.mkdir(exist_ok=True)
         path = broken_dir / f"{b.kind}-{n + 1}.json"
-        path.write_text(b.trace.dumps() + "\n", encoding="utf-8")
+        path.write_text(b.trace.dumps() + "\n", encoding="utf-8", errors=LONE_SURROGATES)
         b.files = {"trace": str(path.relative_to(out_dir))}
         written_ce.append(path)
     json_path = out_dir / "report.json"
-    json_path.write_text(json.dumps(report_json(cert), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    json_path.write_text(
+        json.dumps(report_json(cert), indent=1, ensure_ascii=False) + "\n", encoding="utf-8", errors=LONE_SURROGATES
+    )
     junit_path = junit or out_dir / "junit.xml"
     junit_path.parent.mkdir(parents=True, exist_ok=True)
     junit_xml(cert).write(junit_path, encoding="utf-8", xml_declaration=True)
     html_path = out_dir / "report.html"
-    html_path.write_text(html_report(cert), encoding="utf-8")
+    html_path.write_text(html_report(cert), encoding="utf-8", errors=LONE_SURROGATES)
     dot = _heatmap(cert)
     diagrams = [out_dir / "lifecycle-coverage.dot"]
-    diagrams[0].write_text(dot.source, encoding="utf-8")
+    diagrams[0].write_text(dot.source, encoding="utf-8", errors=LONE_SURROGATES)
     if has_dot():
         svg = out_dir / "lifecycle-coverage.svg"
         svg.write_bytes(dot.pipe(format="svg"))

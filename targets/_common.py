@@ -263,17 +263,21 @@ class WireTarget:
         arguments: Any = None,
         *,
         raw: str | None = None,
+        refused: str | None = None,
     ) -> None:
         """The library presents a call as finished: run it as an application would.
 
         An application looks the tool up by name (an unknown name cannot run), parses a raw
         argument string with ``json.loads`` when the library did not parse it, calls the tool
         with keyword arguments (so the arguments must be an object), and needs a current turn
-        for the actor. Anything else is recorded with the reason and not executed."""
+        for the actor. Anything else is recorded with the reason and not executed.
+        ``refused`` is the surface's own policy declining a call the library did present (a
+        finish reason that is not a normal end): the call is recorded, with that reason, and
+        not executed, so that ``inspect`` shows what the library handed out."""
         env = self._env
         key = self._key(ids)
         name = tool or ""
-        note = ""
+        note = refused or ""
         if arguments is None and raw is not None:
             try:
                 arguments = json.loads(raw)

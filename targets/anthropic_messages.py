@@ -15,7 +15,10 @@ Two surfaces:
 * ``final``: the ``message_stop`` event, whose ``message`` is the accumulated message (what
   ``get_final_message()`` returns), executing its ``tool_use`` blocks when ``stop_reason`` is
   ``"tool_use"``, the rule the SDK's tool runner applies (``_STOP_REASON_STEPS``) and the
-  pattern of Anthropic's tool-use guide.
+  pattern of Anthropic's tool-use guide. Blocks of a message with another stop reason are
+  presented with the reason they do not run (``inspect`` lists them).
+* ``final+every-block`` (``every_block=True``): ``get_final_message()`` read the way most
+  applications read it, running every ``tool_use`` block whatever the stop reason.
 
 ``fine_grained=True`` reads the beta accumulator (``anthropic/lib/streaming/_beta_messages.py``)
 with the ``anthropic-beta: fine-grained-tool-streaming-2025-05-14`` request header, under
@@ -78,11 +81,14 @@ class AnthropicMessagesTarget(WireTarget):
     protocol = "anthropic-messages"
     SURFACES: ClassVar[tuple[str, ...]] = ("block_stop", "final")
 
-    def __init__(self, surface: str | None = None, *, fine_grained: bool = False) -> None:
+    def __init__(self, surface: str | None = None, *, fine_grained: bool = False, every_block: bool = False) -> None:
         super().__init__(surface)
         self.fine_grained = fine_grained
+        self.every_block = every_block
         if fine_grained:
             self.name += "+fine-grained"
+        if every_block:
+            self.name += "+every-block"
         self._snapshot: Any = None  # ParsedMessage or ParsedBetaMessage
         self._json_bufs: dict[int, bytes] = {}
         self._ended = False
@@ -122,10 +128,16 @@ class AnthropicMessagesTarget(WireTarget):
             elif event.type == "message_stop":
                 self._ended = True
                 message = event.message
-                if self.surface == "final" and message.stop_reason == "tool_use":
+                if self.surface == "final":
+                    refused = None
+                    if message.stop_reason != "tool_use" and not self.every_block:
+                        refused = (
+                            f"stop_reason {message.stop_reason!r}: tool_use blocks run only on stop_reason tool_use"
+                        )
                     for index, block in enumerate(message.content):
                         if block.type == "tool_use":
-                            self._offer(anthropic_ids(message.id, index, block.id), block.name, block.input)
+                            ids = anthropic_ids(message.id, index, block.id)
+                            self._offer(ids, block.name, block.input, refused=refused)
 
     def _accumulate(self, payload: Mapping[str, Any]) -> list[Any]:
         """One raw event through the library: ``accumulate_event`` then ``build_events``."""

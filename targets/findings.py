@@ -137,6 +137,7 @@ AN_STOP, AN_FINAL, AN_FINE = (
     "anthropic:anthropic-messages:final",
     "anthropic:anthropic-messages:block_stop+fine-grained",
 )
+AN_EVERY = "anthropic:anthropic-messages:final+every-block"
 LC_FINAL, LC_PREVIEW = "langchain-core:openai-chat:final", "langchain-core:openai-chat:preview"
 PA_AGENT, PA_PARTS = "pydantic-ai-slim:openai-chat:agent", "pydantic-ai-slim:openai-chat:parts"
 LL_FINAL = "litellm:openai-chat:final"
@@ -217,7 +218,7 @@ FINDINGS: Final[tuple[Finding, ...]] = (
         "'}{'-glued input is accepted as its first object ({'amount': 1}); malformed input is never rejected",
         "anthropic_glued_objects.py",
         (_one(GLUED),),
-        {AN_STOP: _s(T), AN_FINAL: _s(T), AN_FINE: _s(T)},
+        {AN_STOP: _s(T), AN_FINAL: _s(T), AN_FINE: _s(T), AN_EVERY: _s(T)},
     ),
     Finding(
         "AN-TRUNCATED-REPAIRED",
@@ -227,7 +228,7 @@ FINDINGS: Final[tuple[Finding, ...]] = (
         "reason only arrives after the block stopped",
         "anthropic_truncated_input_repaired.py",
         (_one(TRUNCATED, "completed", "length"), _one(TRUNCATED)),
-        {AN_STOP: _s(T), AN_FINAL: _s(T), AN_FINE: _s(T)},
+        {AN_STOP: _s(T), AN_FINAL: _s(T), AN_FINE: _s(T), AN_EVERY: _s(T)},
     ),
     Finding(
         "AN-FINAL-UNSTOPPED-BLOCK",
@@ -236,7 +237,7 @@ FINDINGS: Final[tuple[Finding, ...]] = (
         "content_block_stop, with whatever input had arrived, repaired: it is presented as a finished call",
         "anthropic_final_keeps_unstopped_block.py",
         (_one(('{"amount":1',), None),),
-        {AN_FINAL: _s(T, C)},
+        {AN_FINAL: _s(T, C), AN_EVERY: _s(T, C)},
     ),
     # -- langchain-core ------------------------------------------------------------------------
     Finding(
@@ -365,7 +366,7 @@ FINDINGS: Final[tuple[Finding, ...]] = (
                 ANTH, "replayed-block-or-message-start", "a second message_start (another id) inside the open message"
             ),
         ),
-        {AN_STOP: _s(T, C), AN_FINAL: _s(T, C), AN_FINE: _s(T, C)},
+        {AN_STOP: _s(T, C), AN_FINAL: _s(T, C), AN_FINE: _s(T, C), AN_EVERY: _s(T, C)},
     ),
     Finding(
         "AN-FINE-GRAINED-TRAILING",

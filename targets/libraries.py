@@ -31,6 +31,7 @@ LIBRARY_TARGETS: Final[dict[str, Callable[[], WireTarget]]] = {
     "openai:openai-responses:final": lambda: OpenAIResponsesTarget("final"),
     "anthropic:anthropic-messages:block_stop": lambda: AnthropicMessagesTarget("block_stop"),
     "anthropic:anthropic-messages:final": lambda: AnthropicMessagesTarget("final"),
+    "anthropic:anthropic-messages:final+every-block": lambda: AnthropicMessagesTarget("final", every_block=True),
     "anthropic:anthropic-messages:block_stop+fine-grained": lambda: AnthropicMessagesTarget(
         "block_stop", fine_grained=True
     ),

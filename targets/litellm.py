@@ -112,10 +112,13 @@ class LiteLLMTarget(WireTarget):
         if not choices:
             return
         choice = choices[0]
-        if getattr(choice, "finish_reason", None) not in CHAT_COMPLETED_REASONS:
-            return
+        finish = getattr(choice, "finish_reason", None)
+        refused = None
+        if finish not in CHAT_COMPLETED_REASONS:
+            refused = f"finish_reason {finish!r} is not a normal end: an application does not run it"
         for index, call in enumerate(getattr(choice.message, "tool_calls", None) or []):
             function = getattr(call, "function", None)
             if function is None:
                 continue
-            self._offer(openai_chat_ids(stream_id, index, call.id), function.name, raw=function.arguments)
+            ids = openai_chat_ids(stream_id, index, call.id)
+            self._offer(ids, function.name, raw=function.arguments, refused=refused)

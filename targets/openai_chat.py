@@ -156,13 +156,15 @@ class OpenAIChatTarget(WireTarget):
         if not completion.choices:
             return
         choice = completion.choices[0]
+        refused = None
         if choice.finish_reason not in CHAT_COMPLETED_REASONS:
-            return
+            refused = f"finish_reason {choice.finish_reason!r} is not a normal end: an application does not run it"
         for index, call in enumerate(choice.message.tool_calls or []):
             if call.type != "function":
                 continue
             ids = openai_chat_ids(stream_id, index, call.id)
             if self.strict:
-                self._offer(ids, call.function.name, call.function.parsed_arguments, raw=call.function.arguments)
+                parsed = call.function.parsed_arguments
+                self._offer(ids, call.function.name, parsed, raw=call.function.arguments, refused=refused)
             else:
-                self._offer(ids, call.function.name, raw=call.function.arguments)
+                self._offer(ids, call.function.name, raw=call.function.arguments, refused=refused)

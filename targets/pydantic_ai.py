@@ -148,8 +148,11 @@ class PydanticAITarget(WireTarget):
         if self.surface == "agent":
             self._run_agent(payloads, stream_id, index_by_call)
             return
-        if manager is None or (finished or "stop") not in CHAT_COMPLETED_REASONS:
+        if manager is None:
             return
+        refused = None
+        if (finished or "stop") not in CHAT_COMPLETED_REASONS:
+            refused = f"finish_reason {finished!r} is not a normal end: an application does not run it"
         from pydantic_ai.messages import ToolCallPart
 
         for part in manager.get_parts():
@@ -160,9 +163,9 @@ class PydanticAITarget(WireTarget):
             try:
                 arguments = part.args_as_dict(raise_if_invalid=True)
             except (ValueError, AssertionError):
-                self._offer(ids, part.tool_name, raw=raw)
+                self._offer(ids, part.tool_name, raw=raw, refused=refused)
                 continue
-            self._offer(ids, part.tool_name, arguments, raw=raw)
+            self._offer(ids, part.tool_name, arguments, raw=raw, refused=refused)
 
     def _run_agent(self, payloads: list[Mapping[str, Any]], stream_id: str | None, index: dict[str, int]) -> None:
         """Serve the stream to a real ``Agent`` and let it decide which tools run."""

@@ -582,3 +582,30 @@ def test_html_escapes_what_the_stream_carries(tmp_path: Path) -> None:
     result = run(path, "--html", out, "--library", "none")
     assert result.exit_code == 0, result.output
     assert "<script>" not in out.read_text(encoding="utf-8")
+
+
+def test_inspect_lists_what_a_finish_reason_policy_refuses() -> None:
+    """Issue 18: a truncated Anthropic stream (max_tokens inside a number): the final message
+    hands out ``amount: 1``; the careful final surface refuses it for its stop reason, and
+    inspect lists it anyway, with ``would_execute: false`` and why; the surface that runs
+    every block of the final message would run it."""
+    lines = [
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": {}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_a", "name": "pay", "input": {}}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"amount":1'}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 1}},
+        {"type": "message_stop"},
+    ]  # fmt: skip
+    data = "\n".join(json.dumps(line) for line in lines).encode()
+    surfaces = ("anthropic:anthropic-messages:final", "anthropic:anthropic-messages:final+every-block")
+    inspection = inspect_recording(read_recording(data), libraries=surfaces)
+    assert not [c for c in inspection.reference if c.outcome == "executed"]
+    shown = {lib.name: lib for lib in inspection.libraries}
+    careful = shown["anthropic:anthropic-messages:final"]
+    if careful.status == "unavailable":
+        pytest.skip(careful.reason or "anthropic is not installed")
+    (call,) = careful.presented
+    assert call.arguments == {"amount": 1} and not call.would_execute and "max_tokens" in call.note
+    (every,) = shown["anthropic:anthropic-messages:final+every-block"].presented
+    assert every.arguments == {"amount": 1} and every.would_execute

@@ -563,3 +563,26 @@ def test_registry() -> None:
         assert registry.get(name).name == name
     with pytest.raises(KeyError):
         registry.get("nope")
+
+
+def test_chat_the_id_or_the_name_in_a_later_chunk() -> None:
+    """vercel/ai #14722, Zoo-Code #695: a call's name and id may come in separate chunks, in
+    either order; the call opens with both (a call that never gets an id keeps the
+    index-derived one), so a library that adopts the late id is not charged for it."""
+    name_first = parse(
+        "openai-chat",
+        [
+            chunk(tool(0, None, "pay")),
+            chunk(tool(0, "a")),
+            chunk(tool(0, args='{"amount":1}')),
+            chunk({}, "tool_calls"),
+        ],
+    ).events
+    assert [(o.call, o.tool) for o in of(CallOpened, name_first)] == [("a", "pay")]
+    assert executed(name_first) == {"a": {"amount": 1}}
+    id_first = parse(
+        "openai-chat", [chunk(tool(0, "a")), chunk(tool(0, None, "pay", "{}")), chunk({}, "tool_calls")]
+    ).events
+    assert executed(id_first) == {"a": {}}
+    never = parse("openai-chat", [chunk(tool(0, None, "pay")), chunk(tool(0, args="{}")), chunk({}, "stop")]).events
+    assert executed(never) == {"c1#0": {}}

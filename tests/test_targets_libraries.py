@@ -373,6 +373,23 @@ RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
         "AN-FINAL-STOP-REASON",
         ["LIVE-DISPATCH: toolu_a never executed"],
     ),
+    # get_final_message() read the way most applications read it: every tool_use block runs
+    ("anthropic:anthropic-messages:final+every-block", "anthropic-max-tokens-truncated"): (
+        "AN-TRUNCATED-REPAIRED",
+        [_must_not("toolu_a", "book", '{"day":"Tue"}')],
+    ),
+    ("anthropic:anthropic-messages:final+every-block", "anthropic-max-tokens-number"): (
+        "AN-TRUNCATED-REPAIRED",
+        [_must_not("toolu_a", "pay", '{"amount":10}')],
+    ),
+    ("anthropic:anthropic-messages:final+every-block", "anthropic-second-message-start"): (
+        "AN-SECOND-MESSAGE-START",
+        [_must_not("toolu_a", "pay", '{"amount":1}'), _must_not("toolu_b", "pay", "{}")],
+    ),
+    ("anthropic:anthropic-messages:final+every-block", "anthropic-glued-objects"): (
+        "AN-GLUED-OBJECTS",
+        [_must_not("toolu_a", "pay", '{"amount":1}')],
+    ),
     ("anthropic:anthropic-messages:block_stop+fine-grained", "anthropic-max-tokens-truncated"): (
         "AN-FINE-GRAINED-TRAILING",
         [_must_not("toolu_a", "book", '{"day":"Tue","time":"10:"}')],
@@ -689,6 +706,13 @@ CAPTURE_RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
         [_must_not("toolu_first", "test-tool", '{"value":"Spark{"}')],
     ),
     ("anthropic:anthropic-messages:final", "anthropic/spliced-message-start.chunks.txt"): (
+        "AN-SECOND-MESSAGE-START",
+        [
+            _must_not("toolu_first", "test-tool", '{"value":"Spark{"}'),
+            _must_not("toolu_second", "test-tool", "{}"),
+        ],
+    ),
+    ("anthropic:anthropic-messages:final+every-block", "anthropic/spliced-message-start.chunks.txt"): (
         "AN-SECOND-MESSAGE-START",
         [
             _must_not("toolu_first", "test-tool", '{"value":"Spark{"}'),
