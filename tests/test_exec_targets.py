@@ -144,7 +144,9 @@ def test_the_harness_per_trace_timeout_stops_a_hung_program_and_the_next_trace_g
     monkeypatch.setenv("CALLSAFE_TEST_MARK", str(tmp_path / "hang.mark"))
     monkeypatch.setenv("CALLSAFE_EXEC_MESSAGE_TIMEOUT", "60")  # the harness's 2 s per trace comes first
     options = Options(generators=("catalog",), minimize=False, trace_timeout=2)
-    cert = certify(f"exec:{sys.executable} {PROGRAMS / 'misbehave.py'} hang", options)
+    # another command line than the hang test above, so no process of its pool (started
+    # with that test's marker file in its environment) is reused
+    cert = certify(f"exec:{sys.executable} {PROGRAMS / 'misbehave.py'} hang harness-timeout", options)
     errors = [str(e) for e in cert.errors]
     assert len(errors) == 1, errors
     assert ": hang in receive at step " in errors[0]
