@@ -329,7 +329,9 @@ def _counterexample_json(ce: Counterexample) -> dict[str, Any]:
         "observations": [observation_to_json(o) for o in ce.observations],
         "target_errors": [e.to_json() for e in ce.errors],
         "calls": [c.to_json() for c in ce.calls],
+        "name": ce.minimal.name,
         "source": ce.original.name,
+        "merged": ce.merged,
         "files": dict(ce.files),
     }
 
