@@ -27,7 +27,7 @@ from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import StopReason, ToolSpec, Trace
 from callsafe.providers.adversities import wire_trace
 
-__all__ = ["FINDINGS", "NOTES", "REPRO_DIR", "Finding", "findings_for", "notes_for"]
+__all__ = ["FINDINGS", "NOTES", "REPRO_DIR", "Finding", "findings_for", "findings_markdown", "notes_for"]
 
 REPRO_DIR: Final = "targets/repro"
 PAY: Final = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}
@@ -442,3 +442,17 @@ def notes_for(spec: str, invariant: str) -> list[str]:
     """Explanations for a cell whose reading is not obvious."""
     note = NOTES.get((spec.removeprefix("library:"), invariant))
     return [note] if note else []
+
+
+def findings_markdown() -> str:
+    """The README's findings table: one row per finding, with the surfaces and invariants
+    its witnesses violate and its script (``tests/test_docs_findings.py`` keeps the README
+    equal to this)."""
+    rows = ["| finding | library | surfaces: invariants | what | script |", "| --- | --- | --- | --- | --- |"]
+    for f in FINDINGS:
+        where = "; ".join(
+            f"{surface.split(':', 1)[1]}: {', '.join(sorted(invariants))}" for surface, invariants in f.surfaces.items()
+        )
+        summary = f.summary.replace("|", "\\|")
+        rows.append(f"| {f.id} | {f.library} | {where} | {summary} | `{f.script}` |")
+    return "\n".join(rows) + "\n"
