@@ -5,9 +5,10 @@ trace must not see what an earlier one left behind), and ``--workers N`` builds 
 inside each worker process from the same name. So a target is named by something that
 can be imported anywhere:
 
-* ``reference`` (SQLite store in a temporary folder per run), ``reference:memory``,
-  ``reference:sqlite``, ``reference:postgres``: :class:`callsafe.targets.reference.ReferenceTarget`,
-  imported when a run starts, never at import time;
+* ``reference`` (the SQLite store over an in-memory database per run: ``reference:sqlite-ram``),
+  ``reference:sqlite`` (the SQLite store in a file per run, with its fsyncs), ``reference:memory``,
+  ``reference:postgres``: :class:`callsafe.targets.reference.ReferenceTarget`, imported when a
+  run starts, never at import time;
 * ``library:NAME``: a third-party client library behind its adapter, ``NAME`` from the
   catalog :data:`callsafe.targets.libraries.LIBRARY_TARGETS` (``library:openai:openai-chat:final``);
   these read a provider's wire (:mod:`callsafe.certify.wire`);
@@ -42,7 +43,10 @@ __all__ = [
 ]
 
 TargetFactory = Callable[[], Target]
-REFERENCE_STORES: Final = ("sqlite", "memory", "postgres")
+REFERENCE_STORES: Final = ("sqlite", "sqlite-ram", "memory", "postgres")
+# What ``reference`` means: SQLite in memory, per trace (a file per trace waits on the disk;
+# see callsafe.targets.reference).
+DEFAULT_REFERENCE_STORE: Final = "sqlite-ram"
 
 
 class TargetSpecError(ValueError):
@@ -51,22 +55,28 @@ class TargetSpecError(ValueError):
 
 @dataclass(frozen=True)
 class TargetInfo:
-    """What a target says about itself, and the name it was resolved from."""
+    """What a target says about itself, and the name it was resolved from. ``setup`` is
+    the target's own ``setup`` attribute when it has one: what it runs over, in words (the
+    reference target's store setup), so that a report says which setup it certified."""
 
     spec: str
     name: str
     protocol: str
     capabilities: frozenset[str]
     run: Mapping[str, Any] = field(default_factory=dict)  # how every trace is run: run_description()
+    setup: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "spec": self.spec,
             "name": self.name,
             "protocol": self.protocol,
             "capabilities": sorted(self.capabilities),
             "run": dict(self.run) or run_description(None, self.protocol),
         }
+        if self.setup is not None:
+            doc["setup"] = self.setup
+        return doc
 
 
 def _reference(store: str) -> TargetFactory:
@@ -113,7 +123,7 @@ def _exec(command: str) -> TargetFactory:
 def resolve_target(spec: str) -> TargetFactory:
     """The factory for a target name (see the module docstring for the forms)."""
     if spec == "reference":
-        return _reference("sqlite")
+        return _reference(DEFAULT_REFERENCE_STORE)
     if spec.startswith("library:"):
         return _library(spec.partition(":")[2])
     if spec.startswith("exec:"):
@@ -181,12 +191,14 @@ def describe(factory: TargetFactory, spec: str | None = None) -> TargetInfo:
     """Build one target to read its name, protocol and capabilities."""
     target = factory()
     check_target(target, spec or "target")
+    setup = getattr(target, "setup", None)
     return TargetInfo(
         spec or spec_of(factory),
         target.name,
         target.protocol,
         frozenset(target.capabilities),
         run_description(target, target.protocol),
+        setup if isinstance(setup, str) else None,
     )
 
 

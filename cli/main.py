@@ -314,8 +314,9 @@ def certify_cmd(
 ) -> None:
     """Certify TARGET: run adversarial traces against it and judge every run.
 
-    TARGET is `reference` (the reference implementation over SQLite in a temporary
-    folder), `reference:memory`, `reference:postgres`, or `module:factory` (a callable that
+    TARGET is `reference` (the reference implementation over SQLite in memory, a fresh
+    database per trace), `reference:sqlite` (over a SQLite file per trace, with its
+    fsyncs), `reference:memory`, `reference:postgres`, or `module:factory` (a callable that
     returns a fresh target).
 
     \b
@@ -485,6 +486,8 @@ def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> No
             console.print(f"  {r.generator}/{r.name}: {what}", markup=False)
         if len(failed) > 20:
             console.print(f"  ... and {len(failed) - 20} more (report.json: scenarios)", markup=False)
+    if cert.target.setup:
+        console.print(f"setup: {cert.target.setup}")
     console.print(
         f"coverage: {len(cert.transitions)} of 55 lifecycle transitions, {len(cert.pairs)} transition pairs; "
         f"{cert.traces_run} traces in {cert.timings['total_seconds']} s (seed {seed})"

@@ -25,6 +25,11 @@ hold a store. At open the store runs ``PRAGMA quick_check`` (``check="full"``:
 witness (:mod:`callsafe.reference_impl.witness`; by default ``PATH.witness`` beside the
 database, or ``witness=`` elsewhere; ``witness=False`` keeps none). Every failure is a
 :class:`~callsafe.reference_impl.errors.StoreError` whose ``fault`` names the cause.
+
+``connection=``: a store over a connection its caller owns (the certification's in-memory
+databases, :mod:`callsafe.targets.reference`): the same statements and transactions, and
+:meth:`SqliteStore.close` rolls back what is uncommitted, as a process that dies does,
+but leaves the connection, and so the committed data, to its owner.
 """
 
 from __future__ import annotations
@@ -111,9 +116,13 @@ class SqliteStore(SqlStore):
         check: str = "quick",
         synchronous: str = "adaptive",
         busy_timeout_ms: int = 10_000,
+        connection: sqlite3.Connection | None = None,
     ) -> None:
         if synchronous not in _SYNC_MODES:
             raise StoreError(f"synchronous must be one of {_SYNC_MODES}")
+        if connection is not None and connection.isolation_level is not None:
+            raise StoreError("a borrowed connection must be in autocommit mode (isolation_level=None)")
+        self._owned = connection is None
         if check not in _CHECKS:
             raise StoreError(f"check must be one of {tuple(_CHECKS)}")
         self.path = str(path)
@@ -130,7 +139,9 @@ class SqliteStore(SqlStore):
         try:
             # mode=rw never creates the file: only ``create`` makes a store where there is none
             target = self.path if memory else f"file:{quote(os.path.abspath(self.path))}?mode=rw{'c' if create else ''}"
-            self._conn = sqlite3.connect(target, uri=not memory, isolation_level=None, check_same_thread=False)
+            self._conn = connection or sqlite3.connect(
+                target, uri=not memory, isolation_level=None, check_same_thread=False
+            )
         except sqlite3.Error as exc:
             raise _error(f"cannot open the SQLite store {self.path}", exc) from exc
         try:
@@ -158,10 +169,10 @@ class SqliteStore(SqlStore):
                     self._new_identity()
             self._check_history(guard, fresh=False, create=create or memory, where=self.path)
         except sqlite3.Error as exc:
-            self._conn.close()
+            self.close()
             raise _error(f"cannot open the SQLite store {self.path}", exc) from exc
         except BaseException:
-            self._conn.close()
+            self.close()
             raise
 
     def _set_sync(self, mode: str) -> None:
@@ -247,4 +258,7 @@ class SqliteStore(SqlStore):
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            if self._owned:
+                self._conn.close()
+            else:
+                self._rollback()

@@ -572,6 +572,7 @@ def html_report(cert: Certification) -> str:
         f"<p class='muted'>target <code>{escape(cert.target.spec)}</code> · protocol "
         f"{escape(cert.target.protocol)} · capabilities {escape(', '.join(sorted(cert.target.capabilities)))}"
         f"<br>run: {escape(_run_text(doc['target']['run']))}"
+        f"{'<br>setup: ' + escape(cert.target.setup) if cert.target.setup else ''}"
         f"<br>seed {cert.options.seed} · depth {cert.options.depth} · {cert.options.walks} walks · model of "
         f"{cert.options.calls} calls, {cert.options.turns} turns, {cert.options.fragments} fragments · "
         f"{f'budget {cert.options.budget:g} s' if cert.options.budget else 'no budget'}"

@@ -39,9 +39,9 @@ def test_a_store_copied_from_the_template_is_the_store_a_fresh_file_gives(tmp_pa
 
 def test_certifying_over_copied_stores_reports_what_fresh_stores_do(monkeypatch: pytest.MonkeyPatch) -> None:
     options = Options(generators=("catalog",), minimize=False)
-    copied = comparable_text(report_json(certify("reference", options)))
+    copied = comparable_text(report_json(certify("reference:sqlite", options)))
     monkeypatch.setattr(reference, "_empty_sqlite_file", lambda path: None)  # the store makes its file
-    assert comparable_text(report_json(certify("reference", options))) == copied
+    assert comparable_text(report_json(certify("reference:sqlite", options))) == copied
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
