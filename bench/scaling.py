@@ -5,7 +5,7 @@ Issue "Scale out certification on Dask", item 5: the speed-up measured here, 1 a
 workers. Two workloads, because what distribution buys depends on the work per trace:
 ``callsafe certify reference:memory`` (the reference implementation over its in-memory
 store: a trace takes a fraction of a millisecond, so shipping partitions and results is a
-large share) and ``callsafe certify reference`` (a SQLite file per trace, with its
+large share) and ``callsafe certify reference:sqlite`` (a SQLite file per trace, with its
 fsyncs: a few milliseconds per trace, the kind of target that outgrows one machine), each
 with the catalog, the random walks and the exhaustive enumeration, no minimisation. The
 variants:
@@ -61,7 +61,7 @@ SPEC = "reference:memory"
 # (target, label, exhaustive depth): the second is smaller, its traces cost ten times more
 WORKLOADS: tuple[tuple[str, str, int], ...] = (
     ("reference:memory", "in-memory store", 3),
-    ("reference", "SQLite store", 2),
+    ("reference:sqlite", "SQLite file store", 2),
 )
 
 

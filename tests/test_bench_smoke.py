@@ -139,14 +139,15 @@ def test_quick_scaling_run_compares_one_process_local_workers_and_dask(tmp_path:
 def test_quick_throughput_run_reports_every_variant_against_the_oracle(tmp_path: Path) -> None:
     results = tmp_path / "RESULTS.md"
     ratios = _ratios(_quick("throughput", results))
-    for store in ("memory", "sqlite"):
+    for store in ("memory", "sqlite-ram", "sqlite-file"):
         for name in (f"inprocess/{store}", f"certify/{store}-w1", f"certify/{store}-w2"):
             assert ratios[name] > 0 and ratios[f"{name}@cpu"] > 0, name
         assert ratios[f"speedup/{store}"] > 0 and ratios[f"speedup/{store}-no-startup"] > 0
-    assert ratios["sqlite-over-memory"] > 0
+    assert ratios["sqlite-ram-over-memory"] > 0 and ratios["sqlite-file-over-ram"] > 0
     text = results.read_text()
     assert "## Certification throughput" in text and "(quick)" in text
-    assert "floor: the oracle alone" in text and "certify, SQLite, workers=2" in text
+    assert "floor: the oracle alone" in text
+    assert "certify, SQLite in memory, workers=2" in text and "certify, SQLite file, workers=2" in text
     assert "pool's fixed" in text and "traces/s" in text
 
 
