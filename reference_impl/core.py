@@ -184,6 +184,10 @@ class _Call:
     confirmed: bool = False
     awaiting_business: bool = False
     claiming: bool = False
+    # The ledger entry the claim wrote: the dispatched call's ledger row is that very row
+    # (nothing about the call changes between the claim and its answer, which the driver
+    # gives straight back), so it is reported as it was written rather than built again.
+    claim_entry: LedgerEntry | None = None
     # TRANSITIONS[state][FRAGMENT], kept in step with ``state`` by Core._fire: the table
     # lookup the per-fragment path needs, without hashing two enums per fragment.
     on_fragment: object = None
@@ -313,10 +317,11 @@ class Core:
         text = event.text
         position = event.position
         limits = self.limits
+        # A non-empty ASCII fragment costs its length (utf8_len's answer, without the call).
         # A character is at least one byte, so a fragment with more characters than the
         # per-call cap is over it whatever its encoding: it is never encoded (a copy the
         # size of whatever a hostile stream sends), and its classification is the same.
-        size = len(text) if len(text) > limits.call_bytes else utf8_len(text)
+        size = len(text) if (text and text.isascii()) or len(text) > limits.call_bytes else utf8_len(text)
         call = self._active.get(ident)
         if call is None:
             return self._fragment_without_call(turn, ident, position, size)
@@ -498,14 +503,14 @@ class Core:
         self._decided[call.ident] = call.state
         call.buffer.drop()
         call.arguments = None
-        entry = self._entry(call, _DECISION[call.state])
         turn = self.turns.get(call.key.turn)
         if call.state is S.DISPATCHED:
             if report:
-                effects.append(Ledger(entry))
+                effects.append(Ledger(call.claim_entry or self._entry(call, "dispatched")))
                 if turn is not None:
                     self._show(turn, "done", effects)
             return
+        entry = self._entry(call, _DECISION[call.state])
         effects.append(RecordDecision(call.key, call.tool, call.state, why or str(event), entry))
         effects.append(Ledger(entry))
         if turn is not None:
@@ -862,4 +867,5 @@ class Core:
         if call.tool is None:  # classify_dispatch never lets an unknown tool through
             raise ModelDriftError("dispatch allowed for a call without a tool")
         call.claiming = True
-        effects.append(Claim(call.key, call.tool, self._entry(call, "dispatched")))
+        entry = call.claim_entry = self._entry(call, "dispatched")
+        effects.append(Claim(call.key, call.tool, entry))
