@@ -1,5 +1,5 @@
 # The two commands of the README do everything on a fresh machine:
-#   make certify   the main job: certify the reference implementation (SQLite store), write its reports
+#   make certify   the main job: certify the reference implementation (its SQLite store, in memory), write its reports
 #   make test      the test suite, with ruff and mypy
 # Each creates the virtual environment and installs the project on first use.
 
