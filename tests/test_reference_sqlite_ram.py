@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from callsafe.certify.contract import TargetEnv
 from callsafe.certify.harness import Options, certify
-from callsafe.certify.report import comparable_text, html_report, report_json
 from callsafe.certify.runner import run_trace
 from callsafe.certify.targets import describe, resolve_target
+from callsafe.contract.target import TargetEnv
 from callsafe.generators.catalog import scenarios
 from callsafe.model.vocabulary import CallKey, Limits, Restart
 from callsafe.reference_impl.effects import BindTurn, OpenCall
 from callsafe.reference_impl.sqlite_store import SqliteStore
 from callsafe.reference_impl.store import Snapshot
+from callsafe.reporting.report import comparable_text, html_report, report_json
 from callsafe.targets import reference
 from callsafe.targets.reference import ReferenceTarget
 
