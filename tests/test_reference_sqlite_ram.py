@@ -110,6 +110,7 @@ def test_the_next_trace_gets_an_empty_database_the_same_connection_and_the_same_
     conn = store._conn
     tables = sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
     store.apply([BindTurn("t1", "u1", "acme", "c", None)], 1.0)
+    first_id = store.store_id
     first.close()
     second = ReferenceTarget("sqlite-ram")
     second.start(_env())
@@ -119,7 +120,13 @@ def test_the_next_trace_gets_an_empty_database_the_same_connection_and_the_same_
         assert again._conn is conn, "the database was not lent again"
         assert _empty(again.load())
         assert sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")) == tables
-        assert all(again._query(f"SELECT COUNT(*) FROM {t}")[0][0] == 0 for t in tables)
+        fresh = SqliteStore(":memory:")  # what a new store holds: no rows but its own identity
+        try:
+            counts = {t: fresh._query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in tables}
+        finally:
+            fresh.close()
+        assert {t: again._query(f"SELECT COUNT(*) FROM {t}")[0][0] for t in tables} == counts
+        assert again.store_id and again.store_id != first_id, "the next trace's store kept the last one's identity"
     finally:
         second.close()
 
