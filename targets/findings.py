@@ -369,6 +369,15 @@ FINDINGS: Final[tuple[Finding, ...]] = (
         {AN_STOP: _s(T, C), AN_FINAL: _s(T, C), AN_FINE: _s(T, C), AN_EVERY: _s(T, C)},
     ),
     Finding(
+        "AN-REPLAYED-BLOCK-STOP",
+        "anthropic",
+        "a replayed content_block_stop is passed on again: the stopped tool_use block is presented twice, and an "
+        "application that runs each stopped block runs the call twice",
+        "anthropic_replayed_block_stop.py",
+        (_adversity(ANTH, "replayed-block-or-message-start", "content_block_stop replayed"),),
+        {AN_STOP: _s(ONCE), AN_FINE: _s(ONCE)},
+    ),
+    Finding(
         "AN-FINE-GRAINED-TRAILING",
         "anthropic",
         "with the fine-grained tool streaming beta the repair keeps partial strings ({'time': '10:'})",

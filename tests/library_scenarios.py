@@ -452,6 +452,12 @@ ANTHROPIC: tuple[Scenario, ...] = (
         [("toolu_a", "pay", {"amount": 100}, 5)],
     ),
     _anthropic(
+        "anthropic-replayed-block-stop",
+        "a replayed content_block_stop (a proxy or a resumed stream sends it again)",
+        [m_start(), b_start(0, "toolu_a", "pay"), b_delta(0, '{"amount":100}'), b_stop(0), b_stop(0), *_END],
+        [("toolu_a", "pay", {"amount": 100}, 4)],
+    ),
+    _anthropic(
         "anthropic-max-tokens-truncated",
         "a tool_use block cut off at max_tokens inside a string (content_block_stop still arrives)",
         [m_start(), b_start(0, "toolu_a", "book"), b_delta(0, '{"day":"Tue","time":"10:'), b_stop(0), *_MAX],

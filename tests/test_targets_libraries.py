@@ -153,6 +153,13 @@ FINDINGS: dict[str, Finding] = {
         "to the first message's block of the same index, which is presented as finished; the second call keeps {}",
         "anthropic_second_message_start.py",
     ),
+    "AN-REPLAYED-BLOCK-STOP": Finding(
+        "anthropic",
+        "safety",
+        "INV-ONCE",
+        "a replayed content_block_stop presents the stopped tool_use block again: it runs twice",
+        "anthropic_replayed_block_stop.py",
+    ),
     "AN-GLUED-OBJECTS": Finding(
         "anthropic",
         "safety",
@@ -345,6 +352,14 @@ RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
         [_must_not("call_1", "pay", '{"amount":100}')],
     ),
     # anthropic Messages
+    ("anthropic:anthropic-messages:block_stop", "anthropic-replayed-block-stop"): (
+        "AN-REPLAYED-BLOCK-STOP",
+        ["INV-ONCE: toolu_a executed again at step 5"],
+    ),
+    ("anthropic:anthropic-messages:block_stop+fine-grained", "anthropic-replayed-block-stop"): (
+        "AN-REPLAYED-BLOCK-STOP",
+        ["INV-ONCE: toolu_a executed again at step 5"],
+    ),
     ("anthropic:anthropic-messages:block_stop", "anthropic-max-tokens-truncated"): (
         "AN-TRUNCATED-REPAIRED",
         [_must_not("toolu_a", "book", '{"day":"Tue"}')],

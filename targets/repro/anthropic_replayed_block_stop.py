@@ -1,0 +1,28 @@
+"""anthropic: a replayed content_block_stop (a proxy or a resumed stream sends it again) is
+passed on again: the finished tool_use block is presented twice, so an application that runs
+each stopped block runs the call twice (INV-ONCE)."""
+
+import json
+import sys
+from typing import Any
+
+from anthropic._models import construct_type
+from anthropic.lib.streaming._messages import accumulate_event, build_events
+from anthropic.types import RawMessageStreamEvent
+
+WIRE = r"""
+{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{}}}
+{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_a","name":"pay","input":{}}}
+{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"amount\":100}"}}
+{"type":"content_block_stop","index":0}
+{"type":"content_block_stop","index":0}"""
+snapshot: Any = None
+bufs: dict[int, bytes] = {}
+stopped: list[Any] = []
+for line in WIRE.split():
+    event: Any = construct_type(type_=RawMessageStreamEvent, value=json.loads(line))
+    snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=bufs)
+    events: Any = build_events(event=event, message_snapshot=snapshot)
+    stopped += [(e.content_block.id, e.content_block.input) for e in events if e.type == "content_block_stop"]
+print("tool_use blocks presented at content_block_stop:", stopped)
+sys.exit(1 if len(stopped) > 1 else 0)
