@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from callsafe.model.lifecycle import TERMINAL_STATES, TRANSITIONS, CallEvent, Ignored, Rejected, State
+from callsafe.model.leaks import OwnWords, argument_values, leaked_value, observation_texts
+from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
 from callsafe.model.oracle import STOPPING_EVENTS, Oracle, Verdict, judge
-from callsafe.model.system import BROADCASTS, CallRecord
+from callsafe.model.system import CallRecord
 from callsafe.model.vocabulary import (
-    AuditRow,
     BusinessValidated,
     CallKey,
     CancelTurn,
@@ -33,7 +33,6 @@ from callsafe.model.vocabulary import (
     ConfirmationRequested,
     Executed,
     LedgerRow,
-    LogLine,
     Observation,
     StatusShown,
     StopTenant,
@@ -81,35 +80,74 @@ class Context:
     oracle: Oracle
     observations: Sequence[Observation]
     executions: list[Executed] = field(default_factory=list)
-    _first_steps: dict[tuple[CallKey, CallEvent], int] | None = field(default=None, init=False, repr=False)
+    # per reading (by id): (call, event) -> the first step it took effect
+    _first_steps: dict[int, dict[tuple[CallKey, CallEvent], int]] | None = field(default=None, init=False, repr=False)
+    _executed: set[CallKey] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.executions = [o for o in self.observations if isinstance(o, Executed)]
+        self._executed = {ex.key for ex in self.executions}
 
-    def record(self, key: CallKey) -> CallRecord | None:
+    def reading(self, key: CallKey) -> Oracle:
+        """The reading of the spec that explains what the target did with ``key``: the
+        model's own, unless the target executed the call and only another reading the
+        oracle allows runs it."""
+        if not self.oracle.alternatives:
+            return self.oracle
+        if key not in self._executed:
+            return self.oracle
+        for reading in self.oracle.readings:
+            if any(e.key == key and e.what == "execute" for e in reading.semantics.expected):
+                return reading
+        return self.oracle
+
+    def record(self, key: CallKey, reading: Oracle | None = None) -> CallRecord | None:
         ident = (key.turn, key.response, key.item, key.call)
-        record = self.oracle.semantics.state.calls.get(ident)
+        record = (reading or self.reading(key)).semantics.state.calls.get(ident)
         if record is None or record.key.tenant != key.tenant:
             return None
         return record
+
+    def records_everywhere(self, holds: Callable[[CallRecord], bool]) -> Iterable[CallRecord]:
+        """The model's records for which ``holds`` is true in every reading the oracle
+        allows: an obligation (a ledger row, a retry offer) is due only when no allowed
+        reading frees the target from it."""
+        for record in self.oracle.semantics.state.calls.values():
+            if holds(record) and all(
+                (other := self.record(record.key, reading)) is not None and holds(other)
+                for reading in self.oracle.alternatives
+            ):
+                yield record
 
     def verdict(self, key: CallKey) -> Verdict | None:
         return self.oracle.verdicts.get(key)
 
     def first_step(self, key: CallKey, event: CallEvent) -> int | None:
         """The delivered step at which the model applied ``event`` to ``key`` and it took
-        effect (not ignored or rejected).
+        effect (not ignored or rejected), in the reading that explains the target's run of
+        the call, or else in the first reading where it took effect.
 
-        Answered from an index of the oracle's steps built on the first question: checkers
+        Answered from an index of each reading's steps built on the first question: checkers
         ask once per executed call, and scanning the steps each time made judging a trace
         quadratic in its executions (a 100k-event replay took minutes)."""
+        first = self.reading(key)
+        for reading in (first, *(r for r in self.oracle.readings if r is not first)):
+            found = self._index(reading).get((key, event))
+            if found is not None:
+                return found
+        return None
+
+    def _index(self, reading: Oracle) -> dict[tuple[CallKey, CallEvent], int]:
         if self._first_steps is None:
-            first: dict[tuple[CallKey, CallEvent], int] = {}
-            for s in self.oracle.steps:
+            self._first_steps = {}
+        index = self._first_steps.get(id(reading))
+        if index is None:
+            index = {}
+            for s in reading.steps:
                 if not s.note:
-                    first.setdefault((s.key, s.event), s.step)
-            self._first_steps = first
-        return self._first_steps.get((key, event))
+                    index.setdefault((s.key, s.event), s.step)
+            self._first_steps[id(reading)] = index
+        return index
 
 
 Checker = Callable[[Context], Iterable[Violation]]
@@ -273,6 +311,14 @@ def check_confirm(ctx: Context) -> Iterable[Violation]:
     for obs in order:
         if isinstance(obs, ConfirmationRequested):
             requested.add(obs.key)
+            validated_at = ctx.first_step(obs.key, E.VALID)
+            if validated_at is None or obs.step < validated_at:
+                yield Violation(
+                    "INV-CONFIRM",
+                    "put up for confirmation before it completed and passed schema and business validation",
+                    obs.key,
+                    obs.step,
+                )
         elif isinstance(obs, Executed):
             record = ctx.record(obs.key)
             spec = ctx.trace.tools.get(record.tool) if record and record.tool else None
@@ -312,7 +358,7 @@ def check_bounded(ctx: Context) -> Iterable[Violation]:
     for obs in ctx.observations:
         if isinstance(obs, LedgerRow):
             last[obs.key] = obs
-    for record in ctx.oracle.semantics.state.calls.values():
+    for record in ctx.records_everywhere(lambda r: r.state in TERMINAL_STATES):
         if record.state in TERMINAL_STATES:
             row = last.get(record.key)
             if row is None or row.decision not in ("dispatched", "cancelled", "failed"):
@@ -324,60 +370,6 @@ def check_bounded(ctx: Context) -> Iterable[Violation]:
                 )
 
 
-_IDENTIFIER_FIELDS = ("tenant", "turn", "response", "item", "call")
-
-
-def _vocabulary() -> str:
-    """Every word an honest ledger, audit or status line may hold: state, event, reason,
-    decision and status names and the model's own explanations. An argument value that is
-    one of these (a memo that says "cancelled") cannot be told from the vocabulary, so it is
-    not counted as a leak."""
-    words: list[str] = [s.value for s in State] + [e.value for e in CallEvent]
-    words += ["awaiting_confirmation", "preparing", "done", "retry", "handoff", "completed", "length"]
-    words += ["content_filter", "error", "malformed", "missing fragment", "schema", "business rule", "unknown tool"]
-    words += ["not parsed", "not validated", "permission", "operator", "quarantined", "superseded", "disconnected"]
-    words += [b.why for b in BROADCASTS]
-    for row in TRANSITIONS.values():
-        words += [r.why for r in row.values() if isinstance(r, (Ignored, Rejected))]
-    return "\n".join(words).lower()
-
-
-_VOCABULARY: Final = _vocabulary()
-
-
-def _secret_values(ctx: Context) -> set[str]:
-    """String values from every call's arguments that are long enough to be recognisable
-    and are neither identifiers, tool names, operator reasons from the trace, nor words of
-    the ledger's own vocabulary."""
-    ignore: set[str] = set(ctx.trace.tools)
-    ignore.update(str(getattr(e, "reason", "")) for e in ctx.trace.events)
-    out: set[str] = set()
-    for record in ctx.oracle.semantics.state.calls.values():
-        ignore.update(getattr(record.key, f) for f in _IDENTIFIER_FIELDS)
-        if record.tool:
-            ignore.add(record.tool)
-        stack: list[Any] = [record.arguments]
-        while stack:
-            value = stack.pop()
-            if isinstance(value, dict):
-                stack.extend(value.values())
-            elif isinstance(value, list):
-                stack.extend(value)
-            elif isinstance(value, str) and len(value) >= 6:
-                out.add(value)
-    return {v for v in out - ignore if v.lower() not in _VOCABULARY}
-
-
-def _texts(obs: Observation) -> list[str]:
-    if isinstance(obs, LedgerRow):
-        return [obs.parse, obs.validation, obs.decision, obs.terminal_reason or ""]
-    if isinstance(obs, AuditRow):
-        return [obs.action, obs.reason]
-    if isinstance(obs, LogLine):
-        return [obs.text]
-    return []
-
-
 def check_ledger(ctx: Context) -> Iterable[Violation]:
     rows: dict[CallKey, list[LedgerRow]] = defaultdict(list)
     for obs in ctx.observations:
@@ -386,14 +378,19 @@ def check_ledger(ctx: Context) -> Iterable[Violation]:
     for ex in ctx.executions:
         if not any(r.decision == "dispatched" for r in rows.get(ex.key, [])):
             yield Violation("INV-LEDGER", "an execution left no 'dispatched' ledger row", ex.key, ex.step)
-    for record in ctx.oracle.semantics.state.calls.values():
-        if record.state in (State.CANCELLED, State.FAILED) and not rows.get(record.key):
+    for record in ctx.records_everywhere(lambda r: r.state in (State.CANCELLED, State.FAILED)):
+        if not rows.get(record.key):
             yield Violation("INV-LEDGER", f"no ledger row for a refused call ({record.why})", record.key)
-    secrets = _secret_values(ctx)
-    if secrets:
+    records = [r for reading in ctx.oracle.readings for r in reading.semantics.state.calls.values()]
+    values = argument_values(ctx.trace, records)
+    if values:
+        own: OwnWords | None = None
         for obs in ctx.observations:
-            for text in _texts(obs):
-                leaked = next((s for s in secrets if s in text), None)
+            for text in observation_texts(obs):
+                if not any(v in text for v in values):
+                    continue
+                own = own or OwnWords.of(ctx.trace, records)
+                leaked = leaked_value(values, text, own)
                 if leaked is not None:
                     yield Violation(
                         "INV-LEDGER",
@@ -421,8 +418,9 @@ def check_status(ctx: Context) -> Iterable[Violation]:
                 yield Violation("INV-STATUS", "status says an action ran, but none did", None, obs.step)
     stopped_turns = {
         r.key.turn
-        for r in ctx.oracle.semantics.state.calls.values()
-        if r.ended_by in STOPPING_EVENTS and r.state in (State.CANCELLED, State.FAILED)
+        for r in ctx.records_everywhere(
+            lambda r: r.ended_by in STOPPING_EVENTS and r.state in (State.CANCELLED, State.FAILED)
+        )
     }
     for turn in sorted(stopped_turns - executed_turns):
         shown = last_status.get(turn)
@@ -442,12 +440,7 @@ def check_live(ctx: Context) -> Iterable[Violation]:
             yield Violation(
                 "LIVE-DISPATCH", "a completed, valid, current call was never executed", verdict.key, None, "liveness"
             )
-        if (
-            verdict.execute == "must_not"
-            and verdict.state is State.VALIDATED
-            and verdict.confirmation
-            and verdict.key not in requested
-        ):
+        if verdict.execute == "must_not" and verdict.confirmation_due and verdict.key not in requested:
             yield Violation(
                 "LIVE-DISPATCH", "a valid call was never put up for confirmation", verdict.key, None, "liveness"
             )

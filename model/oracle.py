@@ -5,9 +5,11 @@ For each call key the trace mentions, the oracle gives a :class:`Verdict`:
 * ``must``: execute exactly once, with exactly these arguments (after a confirmation
   request if the tool needs one);
 * ``must_not``: never execute, for the stated reason;
-* ``may``: the spec allows a choice. The one case today: fragments that arrived out of
-  position order, where the spec allows "reject or reassemble by documented position".
-  Execution, if any, must use the arguments assembled by position.
+* ``may``: the spec allows a choice: where the readings of the spec the oracle allows
+  (:class:`~callsafe.model.system.Reading`) judge the call differently. Fragments that
+  arrived out of position order ("reject or reassemble by documented position"), and bytes
+  that arrive for a call after it ended, counted against the turn's cap or not. Execution,
+  if any, must use the arguments of the reading that runs the call.
 
 The verdicts come from :mod:`callsafe.model.system`, which applies the lifecycle table
 (:mod:`callsafe.model.lifecycle`) to each call: the oracle holds no rules of its own.
@@ -15,11 +17,12 @@ The verdicts come from :mod:`callsafe.model.system`, which applies the lifecycle
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
-from callsafe.model.system import Semantics, Step, run_semantics
+from callsafe.model.system import Reading, Semantics, Step, run_semantics
 from callsafe.model.vocabulary import (
     BusinessValidated,
     CallKey,
@@ -47,6 +50,9 @@ class Verdict:
     reason: str
     state: State  # the model's final lifecycle state for the call
     confirmation: bool = False  # a confirmation request must precede execution
+    # the call ends validated, waiting for a confirmation that never came, in every
+    # reading: a request for it is due (LIVE-DISPATCH)
+    confirmation_due: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -79,6 +85,14 @@ class Oracle:
     trace: Trace
     semantics: Semantics
     verdicts: dict[CallKey, Verdict]
+    # The other readings the spec allows that judge this trace otherwise (each with its own
+    # semantics and unmerged verdicts); ``verdicts`` above are merged over all of them.
+    alternatives: tuple[Oracle, ...] = ()
+
+    @property
+    def readings(self) -> tuple[Oracle, ...]:
+        """This oracle (the model's reading) and the alternatives."""
+        return (self, *self.alternatives)
 
     def by_short_name(self) -> dict[str, Verdict]:
         """Verdicts under ``turn/call`` names (the form trace authors write)."""
@@ -99,9 +113,8 @@ class Oracle:
         return lines
 
 
-def judge(trace: Trace) -> Oracle:
-    """Run the model over ``trace`` and derive a verdict for every call key in it."""
-    sem = run_semantics(trace)
+def _verdicts(trace: Trace, sem: Semantics) -> dict[CallKey, Verdict]:
+    """One reading's verdicts."""
     executed = {e.key for e in sem.expected if e.what == "execute"}
     verdicts: dict[CallKey, Verdict] = {}
     for call in sem.state.calls.values():
@@ -109,11 +122,7 @@ def judge(trace: Trace) -> Oracle:
         needs_confirmation = bool(spec and spec.confirm)
         if call.key in executed:
             decision: Decision = "may" if call.out_of_order else "must"
-            reason = (
-                "fragments arrived out of position order: reassembling by position or rejecting are both allowed"
-                if call.out_of_order
-                else "completed, valid, current and permitted"
-            )
+            reason = _OUT_OF_ORDER if call.out_of_order else "completed, valid, current and permitted"
             verdicts[call.key] = Verdict(
                 call.key, call.tool, decision, call.arguments, reason, call.state, needs_confirmation
             )
@@ -126,8 +135,71 @@ def judge(trace: Trace) -> Oracle:
             reason = "never opened"
         else:
             reason = call.why or call.state.value
-        verdicts[call.key] = Verdict(call.key, call.tool, "must_not", None, reason, call.state, needs_confirmation)
-    return Oracle(trace, sem, verdicts)
+        verdicts[call.key] = Verdict(
+            call.key,
+            call.tool,
+            "must_not",
+            None,
+            reason,
+            call.state,
+            needs_confirmation,
+            confirmation_due=call.state is State.VALIDATED and needs_confirmation,
+        )
+    return verdicts
+
+
+_OUT_OF_ORDER: Final = "fragments arrived out of position order: reassembling by position or rejecting are both allowed"
+
+
+def _merge(
+    primary: dict[CallKey, Verdict], others: list[tuple[Reading, dict[CallKey, Verdict]]]
+) -> dict[CallKey, Verdict]:
+    """Verdicts every reading agrees on stay; where readings differ (execute or not, or
+    whether a confirmation request is due), the verdict is ``may``: any reading's
+    behaviour is allowed, an execution with the arguments of the reading that runs it."""
+    merged: dict[CallKey, Verdict] = {}
+    for key, verdict in primary.items():
+        alternatives = [(r, v[key]) for r, v in others if key in v]
+        differ = [r for r, v in alternatives if v.execute != verdict.execute]
+        due = verdict.confirmation_due and all(v.confirmation_due for _, v in alternatives)
+        if not differ:
+            merged[key] = dataclasses.replace(verdict, confirmation_due=due)
+            continue
+        runs = [verdict] + [v for _, v in alternatives]
+        arguments = next((v.arguments for v in runs if v.execute != "must_not"), None)
+        reason = "the spec is silent here; readings differ (" + "; ".join(r.describe() for r in differ) + ")"
+        if verdict.reason == _OUT_OF_ORDER or any(v.reason == _OUT_OF_ORDER for v in runs):
+            reason = _OUT_OF_ORDER
+        merged[key] = dataclasses.replace(
+            verdict, execute="may", arguments=arguments, reason=reason, confirmation_due=False
+        )
+    return merged
+
+
+def _readings(trace: Trace, primary: Semantics) -> list[Semantics]:
+    """The other readings that could judge ``trace`` otherwise, run: rejecting
+    out-of-order fragments when a call received some, and counting bytes that arrive for
+    ended calls when such bytes could tip a turn over its cap."""
+    runs = [primary]
+    if any(c.out_of_order for c in primary.state.calls.values()):
+        runs.append(run_semantics(trace, Reading(reject_out_of_order=True)))
+    cap = trace.limits.turn_bytes
+    if any(sem.late_bytes and any(b > cap for b in sem.offered_bytes.values()) for sem in runs):
+        runs += [run_semantics(trace, dataclasses.replace(sem.reading, count_after_end=True)) for sem in list(runs)]
+    return runs[1:]
+
+
+def judge(trace: Trace) -> Oracle:
+    """Run the model over ``trace`` and derive a verdict for every call key in it; where
+    the spec allows more than one reading (:class:`~callsafe.model.system.Reading`) and
+    they differ, the verdict is ``may``."""
+    sem = run_semantics(trace)
+    own = _verdicts(trace, sem)
+    alternatives = [Oracle(trace, alt, _verdicts(trace, alt)) for alt in _readings(trace, sem)]
+    if not alternatives:
+        return Oracle(trace, sem, own)
+    merged = _merge(own, [(alt.semantics.reading, alt.verdicts) for alt in alternatives])
+    return Oracle(trace, sem, merged, tuple(alternatives))
 
 
 def ideal_observations(oracle: Oracle) -> list[Observation]:

@@ -32,6 +32,7 @@ from typing import Any, Final
 import jsonschema
 
 from callsafe.model.lifecycle import (
+    NON_DISPATCHING,
     TERMINAL_STATES,
     CallEvent,
     Rejected,
@@ -66,11 +67,13 @@ E = CallEvent
 __all__ = [
     "BROADCASTS",
     "GUARDS",
+    "MODEL_READING",
     "RESTART_KEEPS",
     "Broadcast",
     "CallRecord",
     "Guard",
     "ParseFailure",
+    "Reading",
     "Semantics",
     "SystemState",
     "TurnRecord",
@@ -584,6 +587,33 @@ class SystemState:
 
 
 @dataclass(frozen=True)
+class Reading:
+    """Where the spec is silent, which defensible reading a run of the model takes. The
+    model's own reading is the default; the oracle runs the others where they could judge
+    a trace otherwise, and allows whatever any of them allows (``may``).
+
+    * ``reject_out_of_order``: "reject or reassemble by its documented position": a
+      fragment at a position below one already received fails the call, instead of being
+      reassembled in position order.
+    * ``count_after_end``: bytes that arrive for a call after it failed or was cancelled
+      count against its turn's cap (the model counts only the bytes a live call kept)."""
+
+    reject_out_of_order: bool = False
+    count_after_end: bool = False
+
+    def describe(self) -> str:
+        parts = []
+        if self.reject_out_of_order:
+            parts.append("out-of-order fragments rejected")
+        if self.count_after_end:
+            parts.append("bytes after a call ended counted against the turn cap")
+        return ", ".join(parts) or "the model's reading"
+
+
+MODEL_READING: Final = Reading()
+
+
+@dataclass(frozen=True)
 class Step:
     """One thing the model did: a lifecycle event applied to a call, at a delivered step.
     ``before``/``after`` show the change; ``note`` says what was refused or ignored."""
@@ -613,13 +643,20 @@ class Semantics:
     ``during_validation`` are applied while the business validation of the call whose
     terminal event precedes them is in progress, i.e. between validation and dispatch."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, reading: Reading | None = None) -> None:
         self.trace = trace
+        self.reading = reading or MODEL_READING
         self.state = SystemState(tools=dict(trace.tools), limits=trace.limits)
         self.steps: list[Step] = []
         self.expected: list[Expected] = []
         self.step_index = 0
         self._pending_during: list[tuple[int, Event]] = []
+        # What tells the oracle whether another reading could judge this trace otherwise:
+        # bytes that arrived for calls already over (per turn), and every fragment's bytes
+        # (per turn). A turn whose fragments all together fit its cap cannot be judged
+        # otherwise by counting more of them.
+        self.late_bytes: dict[str, int] = {}
+        self.offered_bytes: dict[str, int] = {}
 
     # -- driving -------------------------------------------------------------------
 
@@ -719,6 +756,11 @@ class Semantics:
         call = self.call(ev)
         previous = call.fragments.get(ev.position)
         size = utf8_len(ev.text)
+        self.offered_bytes[ev.turn] = self.offered_bytes.get(ev.turn, 0) + size
+        if call.state in NON_DISPATCHING:
+            self.late_bytes[ev.turn] = self.late_bytes.get(ev.turn, 0) + size
+            if self.reading.count_after_end:
+                s.turn_bytes[ev.turn] = s.turn_bytes.get(ev.turn, 0) + size
         event = classify_fragment(
             previous is not None and previous == ev.text,
             previous is not None and previous != ev.text,
@@ -733,6 +775,14 @@ class Semantics:
             E.OVER_LIMIT: "byte limit exceeded",
             E.FRAGMENT: "fragment after the terminal event" if call.state is not State.COLLECTING else "",
         }.get(event, "")
+        if (
+            self.reading.reject_out_of_order
+            and event is E.FRAGMENT
+            and call.state is State.COLLECTING
+            and ev.position < call.max_position_seen
+        ):
+            call.out_of_order = True
+            event, why = E.FRAGMENT_CONFLICT, "fragment out of position order: rejected"
         if call.state is State.ABSENT:
             why = "fragment for a call that was never opened"
         accepted = self.fire(call, event, why)
@@ -881,6 +931,6 @@ class Semantics:
         self.expected.append(Expected(self.step_index, "execute", call.key, call.tool or "", call.arguments))
 
 
-def run_semantics(trace: Trace) -> Semantics:
-    """The model's run of ``trace``."""
-    return Semantics(trace).run()
+def run_semantics(trace: Trace, reading: Reading | None = None) -> Semantics:
+    """The model's run of ``trace`` (under ``reading``; the model's own by default)."""
+    return Semantics(trace, reading).run()
