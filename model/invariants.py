@@ -34,6 +34,7 @@ from callsafe.model.vocabulary import (
     Executed,
     LedgerRow,
     Observation,
+    Restart,
     StatusShown,
     StopTenant,
     Trace,
@@ -370,6 +371,26 @@ def check_bounded(ctx: Context) -> Iterable[Violation]:
                 )
 
 
+def _ledger_untruth(row: LedgerRow, record: CallRecord, forgot: bool) -> str:
+    """How a call's final ledger row contradicts the model's account of the call (empty:
+    it does not). The spec's ledger "lets an operator distinguish a malformed stream from
+    a permission rejection": the decision, the terminal reason and whether parsing and
+    validation succeeded must be the model's. The wording of a failure is free (a row may
+    say validation failed at dispatch, a permission refusal, where the schema and business
+    checks passed), never "ok" where they did not. ``forgot``: a restart came between, and
+    buffers are not durable, so a row may say a fact is unknown (no terminal reason, not
+    parsed, not validated) but still not contradict it."""
+    if row.decision != record.state.value:
+        return f"decision {row.decision!r}, the model's {record.state.value!r}"
+    if row.terminal_reason != record.terminal_reason and not (forgot and row.terminal_reason is None):
+        return f"terminal reason {row.terminal_reason!r}, the stream's {record.terminal_reason!r}"
+    if (row.parse == "ok") != (record.parse == "ok") and not (forgot and row.parse == "not parsed"):
+        return f"parse {row.parse!r}, the model's {record.parse!r}"
+    if row.validation == "ok" and record.validation != "ok":
+        return f"validation 'ok', the model's {record.validation!r}"
+    return ""
+
+
 def check_ledger(ctx: Context) -> Iterable[Violation]:
     rows: dict[CallKey, list[LedgerRow]] = defaultdict(list)
     for obs in ctx.observations:
@@ -381,6 +402,17 @@ def check_ledger(ctx: Context) -> Iterable[Violation]:
     for record in ctx.records_everywhere(lambda r: r.state in (State.CANCELLED, State.FAILED)):
         if not rows.get(record.key):
             yield Violation("INV-LEDGER", f"no ledger row for a refused call ({record.why})", record.key)
+    restarts = [i for i, event in enumerate(ctx.trace.delivered()) if isinstance(event, Restart)]
+    for record in ctx.records_everywhere(lambda r: r.state in TERMINAL_STATES):
+        if rows.get(record.key):
+            last = rows[record.key][-1]
+            truths = [r for reading in ctx.oracle.readings if (r := ctx.record(record.key, reading)) is not None]
+            forgot = any(i <= last.step for i in restarts)
+            problems = [_ledger_untruth(last, r, forgot) for r in truths]
+            if all(problems):
+                yield Violation(
+                    "INV-LEDGER", f"the call's last ledger row is untrue: {problems[0]}", record.key, last.step
+                )
     records = [r for reading in ctx.oracle.readings for r in reading.semantics.state.calls.values()]
     values = argument_values(ctx.trace, records)
     if values:
