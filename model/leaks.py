@@ -121,11 +121,11 @@ def _vocabulary() -> tuple[tuple[str, ...], frozenset[str]]:
 _NUMBER: Final = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
 
-def scalar_tokens(text: str) -> list[str]:
+def scalar_tokens(text: str, keys: list[str] | None = None) -> list[str]:
     """The string values and number literals of a piece of JSON text, which may be
     partial (a call cut off while collecting) or broken: strings that are object keys are
-    left out, an unfinished string counts as a value unless it stands where a key does,
-    escapes are decoded where they are complete."""
+    left out (collected into ``keys`` when given), an unfinished string counts as a value
+    unless it stands where a key does, escapes are decoded where they are complete."""
     out: list[str] = []
     stack: list[str] = []
     last = ""  # the last structural character: tells a key from a value
@@ -144,6 +144,8 @@ def scalar_tokens(text: str) -> list[str]:
             is_key = bool(stack) and stack[-1] == "{" and last in ("{", ",")
             if not is_key:
                 out.append(value)
+            elif keys is not None:
+                keys.append(value)
             last = "v"
             i = j + 1
             continue
@@ -167,11 +169,12 @@ def scalar_tokens(text: str) -> list[str]:
     return out
 
 
-def _walk(value: Any, out: set[str]) -> None:
+def _walk(value: Any, out: set[str], keys: set[str]) -> None:
     stack = [value]
     while stack:
         v = stack.pop()
         if isinstance(v, dict):
+            keys.update(str(k) for k in v)
             stack.extend(v.values())
         elif isinstance(v, list):
             stack.extend(v)
@@ -183,10 +186,13 @@ def _walk(value: Any, out: set[str]) -> None:
 
 def argument_values(trace: Trace, records: Iterable[CallRecord]) -> set[str]:
     """Every argument value the trace carries, parsed or not, that is worth looking for
-    (not empty, not only spaces)."""
+    (not empty, not only spaces), and every object key the arguments hold that no tool
+    declares: such a key came from the stream (``additionalProperties``), not from the
+    tool's author, and is the user's data as much as a value."""
     out: set[str] = set()
+    keys: set[str] = set()
     for record in records:
-        _walk(record.arguments, out)
+        _walk(record.arguments, out, keys)
     first: dict[tuple[str, str, str, str], dict[int, str]] = {}
     latest: dict[tuple[str, str, str, str], dict[int, str]] = {}
     for event in trace.events:
@@ -194,8 +200,17 @@ def argument_values(trace: Trace, records: Iterable[CallRecord]) -> set[str]:
             ident = (event.turn, event.response, event.item, event.call)
             first.setdefault(ident, {}).setdefault(event.position, event.text)
             latest.setdefault(ident, {})[event.position] = event.text
+    found_keys: list[str] = []
     for texts in (*first.values(), *latest.values()):
-        out.update(scalar_tokens("".join(texts[p] for p in sorted(texts))))
+        out.update(scalar_tokens("".join(texts[p] for p in sorted(texts)), found_keys))
+    keys.update(found_keys)
+    declared: set[str] = set()
+    for spec in trace.tools.values():
+        _declared(spec, declared, set())
+    for event in trace.events:
+        if isinstance(event, ToolChanged) and event.schema:
+            _declared(ToolSpec(schema=dict(event.schema)), declared, set())
+    out.update(keys - declared)
     return {v for v in out if v.strip()}
 
 
@@ -247,7 +262,10 @@ class OwnWords:
             if isinstance(event, ToolChanged) and event.schema:
                 _declared(ToolSpec(schema=dict(event.schema)), names, numbers)
         for record in records:
-            phrases.update({str(record.key), record.key.short(), record.parse, record.validation, record.why})
+            # a schema message's path may name keys the stream made up: only its head
+            # is the model's own wording (declared names and indices are matched apart)
+            validation = record.validation.partition(" at ")[0]
+            phrases.update({str(record.key), record.key.short(), record.parse, validation, record.why})
             phrases.update(p for p in (record.tool, record.terminal_reason) if p)
         # one-character identifiers (item "0") are covered by the call keys they stand in
         return cls({p for p in phrases if len(p) >= 2}, names | numbers)

@@ -251,3 +251,34 @@ def test_bytes_after_a_call_failed_may_count_against_the_turn_cap_or_not() -> No
 def test_traces_without_a_silent_point_run_one_reading() -> None:
     assert judge(SHORT).alternatives == ()
     assert judge(_confirm_trace(100)).alternatives == ()
+
+
+def test_an_undeclared_key_from_the_arguments_in_a_ledger_row_is_caught() -> None:
+    """A key the tool does not declare came from the stream (``additionalProperties``):
+    a schema message that names it carries user data into the ledger."""
+    schema = {
+        "type": "object",
+        "properties": {"amount": {"type": "number"}},
+        "additionalProperties": {"type": "number"},
+    }
+    trace = TraceBuilder(tools={"pay": schema}).turn("t1").call("a", "pay", '{"amount":1,"zq7":"x"}').build()
+    key = judge(trace).by_short_name()["t1/a"].key
+    assert check_trace("reference:memory", trace).violated == set()  # it withholds the path
+    row = LedgerRow(3, key, 1, "completed", "ok", "schema: type at zq7", "failed")
+    assert "INV-LEDGER" in found(trace, with_line(trace, row))
+    declared = LedgerRow(3, key, 1, "completed", "ok", "schema: type at amount", "failed")
+    assert "INV-LEDGER" not in found(trace, with_line(trace, declared))
+
+
+def test_a_final_ledger_row_that_contradicts_the_model_is_caught() -> None:
+    """The ledger lets an operator tell a malformed stream from a permission refusal: the
+    decision, the terminal reason and the parse and validation outcomes must be true."""
+    trace = TraceBuilder(tools={"note": NOTE}).turn("t1").call("a", "note", '{"v":1', reason="length").build()
+    rows = [o for o in ideal_observations(judge(trace)) if isinstance(o, LedgerRow)]
+    assert rows and found(trace, ideal_observations(judge(trace))) == {}
+    for change in ({"terminal_reason": None}, {"decision": "cancelled"}, {"parse": "ok"}, {"validation": "ok"}):
+        untrue = [
+            dataclasses.replace(o, **change) if isinstance(o, LedgerRow) else o
+            for o in ideal_observations(judge(trace))
+        ]
+        assert "INV-LEDGER" in found(trace, untrue), change
