@@ -265,9 +265,9 @@ def test_an_undeclared_key_from_the_arguments_in_a_ledger_row_is_caught() -> Non
     key = judge(trace).by_short_name()["t1/a"].key
     assert check_trace("reference:memory", trace).violated == set()  # it withholds the path
     row = LedgerRow(3, key, 1, "completed", "ok", "schema: type at zq7", "failed")
-    assert "INV-LEDGER" in found(trace, with_line(trace, row))
+    assert "INV-LEDGER" in found(trace, [row])
     declared = LedgerRow(3, key, 1, "completed", "ok", "schema: type at amount", "failed")
-    assert "INV-LEDGER" not in found(trace, with_line(trace, declared))
+    assert "INV-LEDGER" not in found(trace, [declared])
 
 
 def test_a_final_ledger_row_that_contradicts_the_model_is_caught() -> None:
