@@ -9,7 +9,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 REPORT  ?= reports/reference
 
-.PHONY: certify test lint typecheck render model bench venv clean
+.PHONY: certify test lint typecheck render model bench mutation venv clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,12 @@ render: $(STAMP)
 # the benchmarks (bench/RESULTS.md); PostgreSQL figures need CALLSAFE_PG_DSN (tools/postgres.sh start)
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# mutation testing of reference_impl/ (cosmic-ray), the default certification of
+# reference:memory as the only killer; a seeded sample of 160 mutants (MUTATION_ARGS="--sample 0": all)
+MUTATION_ARGS ?=
+mutation: $(STAMP)
+	$(BIN)/python -m bench.mutation $(MUTATION_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,0 +1,265 @@
+"""Mutation testing of ``reference_impl/`` with the default certification as the only killer.
+
+Why: the mutant zoo (``targets/mutants.py``) measures the zoo, written by the same people
+as the certifier. cosmic-ray (PyPI, ``callsafe[mutation]``) writes the mutants here: every
+operator it knows, at every place it applies, in the modules ``callsafe certify
+reference:memory`` runs. A mutant is killed when that certification, with its default
+options, exits non-zero (a violation, a crash) or runs past the timeout; the test suite is
+not consulted.
+
+Why cosmic-ray and not mutmut: mutmut 3 runs pytest on ``tests/`` with its own trampolines
+in a ``mutants/`` copy, so a CLI command cannot be the killer; cosmic-ray's
+``test-command`` is any command.
+
+How the source is kept safe: cosmic-ray mutates files on disk, so the run works on a copy
+of the working tree (tracked and untracked, not ignored files) in a temporary folder named
+``callsafe``, imported through ``PYTHONPATH``; the worktree and its editable install are
+never touched.
+
+Why a sample: each certification takes seconds and there are about 1,500 mutants, so the
+full run takes hours on a shared machine. ``--sample N`` draws N mutants, stratified by
+module in proportion to its mutant count, from a seeded generator (``--seed``); the rest
+are marked skipped in cosmic-ray's session (its own mechanism, as its filters do).
+``--only`` re-runs named mutants (``module:operator:occurrence``) after a judge change.
+
+Usage: ``python -m bench.mutation [--sample N] [--seed S] [--modules a.py,b.py]
+[--timeout SECONDS] [--only SPEC,...] [--json OUT]``; ``make mutation`` runs the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULT_MODULES", "Mutant", "main", "run"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The modules `callsafe certify reference:memory` runs. Left out: the SQLite and
+# PostgreSQL stores (the memory target never loads them), conformance.py (a checking
+# helper for tests and benchmarks, not part of the implementation) and errors.py (two
+# exception classes).
+DEFAULT_MODULES: tuple[str, ...] = (
+    "buffer.py",
+    "core.py",
+    "driver.py",
+    "effects.py",
+    "memory_store.py",
+    "redaction.py",
+    "scanner.py",
+    "schema_check.py",
+    "store.py",
+)
+KILLER: tuple[str, ...] = ("certify", "reference:memory")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutant and what the certification made of it."""
+
+    module: str
+    operator: str
+    occurrence: int
+    line: int
+    outcome: str  # killed | survived | timeout | incompetent | skipped
+    diff: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.module}:{self.operator}:{self.occurrence}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "module": self.module,
+            "operator": self.operator,
+            "occurrence": self.occurrence,
+            "line": self.line,
+            "outcome": self.outcome,
+            "diff": self.diff,
+        }
+
+
+def _copy_tree(dest: Path) -> None:
+    """The working tree (tracked and untracked files, not ignored ones) into ``dest``."""
+    names = subprocess.run(
+        ["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT, check=True, capture_output=True
+    ).stdout.split(b"\0")
+    for raw in names:
+        if not raw:
+            continue
+        rel = raw.decode()
+        src = ROOT / rel
+        if not src.is_file():
+            continue  # deleted in the worktree, not yet in the index
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target)
+
+
+def _config(work: Path, modules: Sequence[str], timeout: float, extra: Sequence[str]) -> str:
+    paths = ", ".join(json.dumps(f"callsafe/reference_impl/{m}") for m in modules)
+    command = " ".join([sys.executable, "-m", "callsafe", *KILLER, *extra, "--report", str(work / "report")])
+    return (
+        "[cosmic-ray]\n"
+        f"module-path = [{paths}]\n"
+        f"timeout = {timeout}\n"
+        "excluded-modules = []\n"
+        f"test-command = {json.dumps(command)}\n\n"
+        '[cosmic-ray.distributor]\nname = "local"\n'
+    )
+
+
+Select = Callable[[str, str, int], bool]  # (module, operator, line) -> run it?
+
+
+def _select(db: Any, sample: int | None, seed: int, only: set[str] | None, select: Select | None) -> int:
+    """Mark every work item outside the sample (or outside ``only``, or not chosen by
+    ``select``) skipped; how many remain."""
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    items = list(db.work_items)
+    by_module: dict[str, list[Any]] = defaultdict(list)
+    for item in items:
+        by_module[Path(item.mutations[0].module_path).name].append(item)
+    keep: set[str] = set()
+    if only is not None or select is not None:
+        for item in items:
+            m = item.mutations[0]
+            module, operator = Path(m.module_path).name, m.operator_name.removeprefix("core/")
+            if (only is not None and f"{module}:{operator}:{m.occurrence}" in only) or (
+                select is not None and select(module, operator, m.start_pos[0])
+            ):
+                keep.add(item.job_id)
+    elif sample is None or sample >= len(items):
+        keep = {item.job_id for item in items}
+    else:
+        rng = random.Random(seed)
+        for module in sorted(by_module):
+            group = sorted(by_module[module], key=lambda i: (i.mutations[0].operator_name, i.mutations[0].occurrence))
+            share = max(1, round(sample * len(group) / len(items)))
+            keep.update(i.job_id for i in rng.sample(group, min(share, len(group))))
+    skipped = [item.job_id for item in items if item.job_id not in keep]
+    if skipped:
+        db.set_multiple_results(skipped, WorkResult(output="not sampled", worker_outcome=WorkerOutcome.SKIPPED))
+    return len(keep)
+
+
+def _outcome(result: Any) -> str:
+    if result.worker_outcome.value == "skipped":
+        return "skipped"
+    if result.test_outcome is None:
+        return "incompetent"
+    if result.test_outcome.value == "killed":
+        return "timeout" if (result.output or "").strip() == "timeout" else "killed"
+    return str(result.test_outcome.value)
+
+
+def _mutants(db: Any) -> list[Mutant]:
+    out = []
+    for item, result in db.completed_work_items:
+        m = item.mutations[0]
+        out.append(
+            Mutant(
+                Path(m.module_path).name,
+                m.operator_name.removeprefix("core/"),
+                m.occurrence,
+                m.start_pos[0],
+                _outcome(result),
+                result.diff or "",
+            )
+        )
+    return sorted(out, key=lambda x: (x.module, x.line, x.operator, x.occurrence))
+
+
+def run(
+    modules: Sequence[str] = DEFAULT_MODULES,
+    sample: int | None = 160,
+    seed: int = 0,
+    timeout: float = 90.0,
+    only: set[str] | None = None,
+    log: Any = print,
+    select: Select | None = None,
+    extra: Sequence[str] = (),
+) -> dict[str, Any]:
+    """One mutation run; its summary (counts, score, every non-skipped mutant). ``extra``:
+    more options for the certification (none: the default run, as ``make mutation``)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="callsafe-mutation-") as tmp:
+        work = Path(tmp)
+        _copy_tree(work / "callsafe")
+        (work / "cr.toml").write_text(_config(work, modules, timeout, extra))
+        env = dict(os.environ, PYTHONPATH=str(work))
+        cr = [sys.executable, "-m", "cosmic_ray.cli"]
+        subprocess.run([*cr, "init", "cr.toml", "session.sqlite"], cwd=work, env=env, check=True, capture_output=True)
+        with use_db(str(work / "session.sqlite"), WorkDB.Mode.open) as db:
+            total = db.num_work_items
+            chosen = _select(db, sample, seed, only, select)
+        log(f"{total} mutants in {', '.join(modules)}; running {chosen} (timeout {timeout:g} s each)")
+        subprocess.run([*cr, "exec", "cr.toml", "session.sqlite"], cwd=work, env=env, check=True, capture_output=True)
+        with use_db(str(work / "session.sqlite"), WorkDB.Mode.open) as db:
+            mutants = [m for m in _mutants(db) if m.outcome != "skipped"]
+    counts: dict[str, int] = defaultdict(int)
+    for m in mutants:
+        counts[m.outcome] += 1
+    killed = counts["killed"] + counts["timeout"]
+    ran = killed + counts["survived"]
+    return {
+        "killer": "callsafe " + " ".join([*KILLER, *extra]) + ("" if extra else " (default options)"),
+        "modules": list(modules),
+        "mutants_total": total,
+        "sample": sample,
+        "seed": seed,
+        "ran": len(mutants),
+        "counts": dict(counts),
+        "score": killed / ran if ran else None,
+        "seconds": round(time.monotonic() - started, 1),
+        "mutants": [m.to_json() for m in mutants],
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.mutation", description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", type=int, default=160, help="mutants to run (0: all)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--modules", default=",".join(DEFAULT_MODULES))
+    parser.add_argument("--timeout", type=float, default=90.0, help="seconds per certification; past it: killed")
+    parser.add_argument("--only", default="", help="comma-separated module:operator:occurrence to run")
+    parser.add_argument("--json", type=Path, help="write the summary here")
+    args = parser.parse_args(argv)
+    only = {s for s in args.only.split(",") if s} or None
+    summary = run([m for m in args.modules.split(",") if m], args.sample or None, args.seed, args.timeout, only, print)
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1) + "\n")
+    c = summary["counts"]
+    score = summary["score"]
+    print(
+        f"mutation score {score:.1%}: killed {c.get('killed', 0)}, timed out {c.get('timeout', 0)}, "
+        f"survived {c.get('survived', 0)}, incompetent {c.get('incompetent', 0)} of {summary['ran']} run "
+        f"({summary['mutants_total']} mutants in scope), {summary['seconds']} s"
+        if score is not None
+        else "no mutant ran"
+    )
+    for m in summary["mutants"]:
+        if m["outcome"] == "survived":
+            first = next((ln for ln in m["diff"].splitlines() if ln.startswith("+") and not ln.startswith("+++")), "")
+            print(f"  survived {m['spec']} line {m['line']}: {first[1:].strip()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
