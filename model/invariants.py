@@ -522,9 +522,10 @@ INVARIANTS: Final[tuple[Invariant, ...]] = (
     ),
     Invariant(
         "INV-CONFIRM",
-        "a call that needs confirmation executes only after it is confirmed, and only if nothing cancelled it since",
+        "a call that needs confirmation executes only after it is confirmed, and only if nothing cancelled it "
+        "since; only a completed call that passed schema and business validation is put up for confirmation",
         "The dispatcher must additionally check the current turn's cancellation and confirmation state at "
-        "execution time.",
+        "execution time. Only the completed, validated proposal can request a confirmation.",
         "safety",
         check_confirm,
         frozenset({"confirmation"}),
@@ -547,7 +548,8 @@ INVARIANTS: Final[tuple[Invariant, ...]] = (
     ),
     Invariant(
         "INV-LEDGER",
-        "every decision leaves a ledger row; no ledger, audit or log line contains argument values",
+        "every decision leaves a ledger row, and a call's final row tells the model's decision, terminal reason "
+        "and parse and validation outcome; no ledger, audit, log or status line contains argument values",
         "Record an assembly ledger with the tuple key, count, terminal reason, parse result, validation result, "
         "and dispatch decision, without retaining sensitive argument values in broad logs.",
         "safety",
