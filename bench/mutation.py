@@ -228,8 +228,94 @@ def run(
         "counts": dict(counts),
         "score": killed / ran if ran else None,
         "seconds": round(time.monotonic() - started, 1),
+        "timeout": timeout,
         "mutants": [m.to_json() for m in mutants],
     }
+
+
+def _changed_line(diff: str) -> tuple[str, str]:
+    """The original and the mutated line of a one-line mutation diff."""
+    minus = next((ln[1:].strip() for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")), "")
+    plus = next((ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")), "")
+    return minus, plus
+
+
+def classify(summary: dict[str, Any]) -> dict[str, Any]:
+    """The survivors with the reading recorded for each in :mod:`bench.mutation_survivors`
+    (matched by spec and original line, so a moved line is "unclassified", never a stale
+    reason), and the score over the mutants that are not equivalent."""
+    from bench.mutation_survivors import SURVIVORS
+
+    rows = []
+    equivalent = 0
+    for m in summary["mutants"]:
+        if m["outcome"] != "survived":
+            continue
+        original, mutated = _changed_line(m["diff"])
+        known = SURVIVORS.get(m["spec"])
+        if known is not None and known[0] == original:
+            kind, reason = known[1], known[2]
+        else:
+            kind, reason = "unclassified", "not yet read"
+        equivalent += kind == "equivalent"
+        rows.append({**m, "original": original, "mutated": mutated, "class": kind, "reason": reason})
+    killed = summary["counts"].get("killed", 0) + summary["counts"].get("timeout", 0)
+    ran = killed + summary["counts"].get("survived", 0)
+    relevant = ran - equivalent
+    return {
+        "survivors": rows,
+        "equivalent": equivalent,
+        "score_non_equivalent": killed / relevant if relevant else None,
+    }
+
+
+def section(summary: dict[str, Any], command: str) -> Any:
+    """The ``bench/RESULTS.md`` section for a run."""
+    from bench.common import Section
+
+    read = classify(summary)
+    c = summary["counts"]
+    killed = c.get("killed", 0) + c.get("timeout", 0)
+    sampled = (
+        f"a seeded sample of {summary['ran']} (seed {summary['seed']}, stratified by module)"
+        if summary["sample"]
+        else f"{summary['ran']} run"
+    )
+    lines = [
+        "## Mutation testing: `reference_impl/` against the default certification",
+        "",
+        f"Mutants by cosmic-ray {_version()} (every operator it has), killed only by `{summary['killer']}`"
+        f" exiting non-zero or running past {summary['timeout']:g} s; the test suite plays no part. "
+        f"{summary['mutants_total']} mutants in {', '.join(summary['modules'])}; {sampled}, "
+        f"in {summary['seconds']:.0f} s on this shared 2-CPU machine (one mutant at a time).",
+        "",
+        "| mutants run | killed | timed out | survived | equivalent (read) | score | score over non-equivalent |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        f"| {summary['ran']} | {c.get('killed', 0)} | {c.get('timeout', 0)} | {c.get('survived', 0)} | "
+        f"{read['equivalent']} | {_pct(summary['score'])} | {_pct(read['score_non_equivalent'])} |",
+        "",
+        f"Killed {killed} of {summary['ran']}. Each survivor, with what it needs (`equivalent`: no behaviour the "
+        "spec judges differs; `generator`: a trace the default run does not generate would kill it; "
+        "`unclassified`: not yet read):",
+        "",
+        "| mutant | line | change | class | reason |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in read["survivors"]:
+        change = f"`{r['original']}` -> `{r['mutated']}`".replace("|", "\\|")
+        lines.append(f"| {r['spec']} | {r['line']} | {change} | {r['class']} | {r['reason']} |")
+    lines += ["", f"Command: `{command}`"]
+    return Section("mutation", "Mutation testing", "\n".join(lines) + "\n")
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("cosmic-ray")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -240,9 +326,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds per certification; past it: killed")
     parser.add_argument("--only", default="", help="comma-separated module:operator:occurrence to run")
     parser.add_argument("--json", type=Path, help="write the summary here")
+    parser.add_argument("--from-json", type=Path, help="report a summary written before instead of running")
+    parser.add_argument("--results", type=Path, help="write the section into this results file (bench/RESULTS.md)")
     args = parser.parse_args(argv)
     only = {s for s in args.only.split(",") if s} or None
-    summary = run([m for m in args.modules.split(",") if m], args.sample or None, args.seed, args.timeout, only, print)
+    if args.from_json:
+        summary = json.loads(args.from_json.read_text())
+    else:
+        modules = [m for m in args.modules.split(",") if m]
+        summary = run(modules, args.sample or None, args.seed, args.timeout, only, print)
+    summary.setdefault("timeout", args.timeout)
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1) + "\n")
     c = summary["counts"]
@@ -254,10 +347,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if score is not None
         else "no mutant ran"
     )
-    for m in summary["mutants"]:
-        if m["outcome"] == "survived":
-            first = next((ln for ln in m["diff"].splitlines() if ln.startswith("+") and not ln.startswith("+++")), "")
-            print(f"  survived {m['spec']} line {m['line']}: {first[1:].strip()}")
+    read = classify(summary)
+    print(
+        f"{read['equivalent']} survivors read as equivalent; score over the rest {_pct(read['score_non_equivalent'])}"
+    )
+    for r in read["survivors"]:
+        print(f"  survived {r['spec']} line {r['line']}: {r['mutated']}  [{r['class']}: {r['reason']}]")
+    if args.results:
+        from bench.__main__ import _FILE_HEADER
+        from bench.common import update_results
+
+        command = "python -m bench.mutation " + " ".join(argv if argv is not None else sys.argv[1:])
+        update_results(args.results, _FILE_HEADER, [section(summary, command)])
+        print(f"wrote {args.results}")
     return 0
 
 

@@ -32,6 +32,7 @@ from callsafe.model.vocabulary import (
     Confirm,
     ConfirmationRequested,
     Executed,
+    Fragment,
     LedgerRow,
     Observation,
     Restart,
@@ -371,15 +372,22 @@ def check_bounded(ctx: Context) -> Iterable[Violation]:
                 )
 
 
-def _ledger_untruth(row: LedgerRow, record: CallRecord, forgot: bool) -> str:
+def _ledger_untruth(row: LedgerRow, record: CallRecord, forgot: bool, delivered: int) -> str:
     """How a call's final ledger row contradicts the model's account of the call (empty:
     it does not). The spec's ledger "lets an operator distinguish a malformed stream from
     a permission rejection": the decision, the terminal reason and whether parsing and
     validation succeeded must be the model's. The wording of a failure is free (a row may
     say validation failed at dispatch, a permission refusal, where the schema and business
-    checks passed), never "ok" where they did not. ``forgot``: a restart came between, and
+    checks passed), never "ok" where they did not. The count is the positions the call
+    accepted, or (the other reading of "count") every fragment delivered for it so far,
+    repeats included: ``delivered``. ``forgot``: a restart came between, and
     buffers are not durable, so a row may say a fact is unknown (no terminal reason, not
     parsed, not validated) but still not contradict it."""
+    if row.fragments not in (len(record.fragments), delivered):
+        return (
+            f"count {row.fragments}, the call's {len(record.fragments)} accepted positions "
+            f"({delivered} fragments delivered)"
+        )
     if row.decision != record.state.value:
         return f"decision {row.decision!r}, the model's {record.state.value!r}"
     if row.terminal_reason != record.terminal_reason and not (forgot and row.terminal_reason is None):
@@ -402,13 +410,21 @@ def check_ledger(ctx: Context) -> Iterable[Violation]:
     for record in ctx.records_everywhere(lambda r: r.state in (State.CANCELLED, State.FAILED)):
         if not rows.get(record.key):
             yield Violation("INV-LEDGER", f"no ledger row for a refused call ({record.why})", record.key)
-    restarts = [i for i, event in enumerate(ctx.trace.delivered()) if isinstance(event, Restart)]
+    restarts: list[int] = []
+    fragments_at: dict[CallKey, list[int]] = defaultdict(list)
+    tenants = {t: r.tenant for t, r in ctx.oracle.semantics.state.turns.items()}
+    for i, event in enumerate(ctx.trace.delivered()):
+        if isinstance(event, Restart):
+            restarts.append(i)
+        elif isinstance(event, Fragment) and event.turn in tenants:
+            fragments_at[event.key(tenants[event.turn])].append(i)
     for record in ctx.records_everywhere(lambda r: r.state in TERMINAL_STATES):
         if rows.get(record.key):
             last = rows[record.key][-1]
             truths = [r for reading in ctx.oracle.readings if (r := ctx.record(record.key, reading)) is not None]
             forgot = any(i <= last.step for i in restarts)
-            problems = [_ledger_untruth(last, r, forgot) for r in truths]
+            delivered = sum(1 for i in fragments_at.get(record.key, ()) if i <= last.step)
+            problems = [_ledger_untruth(last, r, forgot, delivered) for r in truths]
             if all(problems):
                 yield Violation(
                     "INV-LEDGER", f"the call's last ledger row is untrue: {problems[0]}", record.key, last.step

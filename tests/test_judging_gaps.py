@@ -276,7 +276,13 @@ def test_a_final_ledger_row_that_contradicts_the_model_is_caught() -> None:
     trace = TraceBuilder(tools={"note": NOTE}).turn("t1").call("a", "note", '{"v":1', reason="length").build()
     rows = [o for o in ideal_observations(judge(trace)) if isinstance(o, LedgerRow)]
     assert rows and found(trace, ideal_observations(judge(trace))) == {}
-    for change in ({"terminal_reason": None}, {"decision": "cancelled"}, {"parse": "ok"}, {"validation": "ok"}):
+    for change in (
+        {"terminal_reason": None},
+        {"decision": "cancelled"},
+        {"parse": "ok"},
+        {"validation": "ok"},
+        {"fragments": 5},
+    ):
         untrue = [
             dataclasses.replace(o, **change) if isinstance(o, LedgerRow) else o
             for o in ideal_observations(judge(trace))
