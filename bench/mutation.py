@@ -304,7 +304,9 @@ def section(summary: dict[str, Any], command: str) -> Any:
     for r in read["survivors"]:
         change = f"`{r['original']}` -> `{r['mutated']}`".replace("|", "\\|")
         lines.append(f"| {r['spec']} | {r['line']} | {change} | {r['class']} | {r['reason']} |")
-    lines += ["", f"Command: `{command}`"]
+    if summary.get("note"):
+        lines += ["", summary["note"]]
+    lines += ["", f"Command: `{summary.get('command', command)}`"]
     return Section("mutation", "Mutation testing", "\n".join(lines) + "\n")
 
 
@@ -336,6 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         modules = [m for m in args.modules.split(",") if m]
         summary = run(modules, args.sample or None, args.seed, args.timeout, only, print)
     summary.setdefault("timeout", args.timeout)
+    summary.setdefault("command", "python -m bench.mutation " + " ".join(argv if argv is not None else sys.argv[1:]))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1) + "\n")
     c = summary["counts"]

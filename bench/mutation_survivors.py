@@ -1,10 +1,15 @@
+# ruff: noqa: E501  (one reason a line: data read by people and by bench.mutation)
 """What each surviving mutant of ``make mutation`` was read to be, by its spec
 (``module:operator:occurrence``) and the original line it changes.
 
 ``equivalent``: no behaviour the spec judges differs (an annotation never evaluated, a
 cache or a fast path whose slow path gives the same answer, a cue the spec makes optional,
 a state only a second replica can reach). ``generator``: a trace the default certification
-does not generate kills it (named in the reason; bench/RESULTS.md lists them).
+does not generate kills it (named in the reason; "killed by" where the trace was replayed
+against the mutant, "needs" where it was not shown).
+
+Read for the run of 2026-12-01 (``python -m bench.mutation --sample 160 --seed 0``); a
+spec whose line moved no longer matches and is reported "unclassified".
 """
 
 from __future__ import annotations
@@ -14,4 +19,575 @@ from typing import Final
 __all__ = ["SURVIVORS"]
 
 # spec -> (original line, class, reason)
-SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {}
+SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
+    "buffer.py:ReplaceBinaryOperator_LShift_Add:0": (
+        "_DIGEST_CHUNK = 1 << 16  # characters encoded at a time for a long text",
+        "equivalent",
+        "the digest still tells equal texts from different ones (length or chunking of the hash)",
+    ),
+    "buffer.py:NumberReplacer:7": (
+        'return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()',
+        "equivalent",
+        "the digest still tells equal texts from different ones (length or chunking of the hash)",
+    ),
+    "buffer.py:ReplaceBinaryOperator_Add_FloorDiv:0": (
+        'h.update(text[i : i + _DIGEST_CHUNK].encode("utf-8", "surrogatepass"))',
+        "generator",
+        "killed by a 70,000-character fragment (limits raised) re-sent with other text while awaiting confirmation, then confirmed: all long texts digest alike (INV-EXACT-ARGS)",
+    ),
+    "buffer.py:ReplaceBinaryOperator_Add_Mod:0": (
+        'h.update(text[i : i + _DIGEST_CHUNK].encode("utf-8", "surrogatepass"))',
+        "generator",
+        "as the // mutant on the same line: a 70,000-character conflicting re-send while awaiting confirmation",
+    ),
+    "buffer.py:ReplaceBinaryOperator_Add_Mul:1": (
+        "return len(self._parts) + len(self._pending)",
+        "equivalent",
+        "buffer.count() is not what the ledger reports (the core keeps its own count)",
+    ),
+    "buffer.py:ReplaceBinaryOperator_Add_BitOr:3": (
+        "unscanned = self._unscanned = self._unscanned + len(text)",
+        "equivalent",
+        "when the scanner runs: it only ever dooms text the strict parse rejects too",
+    ),
+    "buffer.py:ReplaceBinaryOperator_Add_Sub:3": (
+        "unscanned = self._unscanned = self._unscanned + len(text)",
+        "equivalent",
+        "when the scanner runs: it only ever dooms text the strict parse rejects too",
+    ),
+    "buffer.py:ReplaceComparisonOperator_GtE_Eq:1": (
+        "if unscanned >= self._scan_every:",
+        "equivalent",
+        "when the scanner runs: it only ever dooms text the strict parse rejects too",
+    ),
+    "buffer.py:ReplaceComparisonOperator_Eq_Is:2": (
+        "if position == len(parts):",
+        "equivalent",
+        "positions past 256 reach this line only with a pending gap or digests: the call then fails, as the allowed reading that rejects out-of-order fragments",
+    ),
+    "buffer.py:ReplaceComparisonOperator_GtE_Lt:2": (
+        "if not self._digests and self._unscanned >= self._scan_every:",
+        "equivalent",
+        "when the scanner runs: it only ever dooms text the strict parse rejects too",
+    ),
+    "buffer.py:ReplaceComparisonOperator_Is_IsNot:1": (
+        "if scanner is None:  # made on the first scan: a small call never scans before its parse",
+        "generator",
+        "crashes at the first scan: killed by any argument text over 512 bytes",
+    ),
+    "buffer.py:ReplaceBinaryOperator_BitOr_Mod:0": (
+        "def assemble(self) -> str | None:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:NumberReplacer:3": (
+        "fragments: int = 0",
+        "generator",
+        "the ledger count starts at -1: killed by INV-LEDGER's count check (new) once it runs; this run's copy predates it",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_BitXor:0": (
+        "snapshot: Snapshot | None = None,",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Mod:0": (
+        "snapshot: Snapshot | None = None,",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:NumberReplacer:7": (
+        "if position < 0:",
+        "generator",
+        "killed by a fragment at position -1 after position 0 and no terminal event (the call never fails: INV-BOUNDED)",
+    ),
+    "core.py:ReplaceBinaryOperator_Add_BitXor:2": (
+        "fragments = call.fragments = call.fragments + 1",
+        "generator",
+        "the ledger count toggles: killed by INV-LEDGER's count check (new) once it runs; this run's copy predates it",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_BitAnd:1": (
+        "def business_result(self, key: CallKey, problem: str | None) -> Sequence[Effect]:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Pow:1": (
+        "def business_result(self, key: CallKey, problem: str | None) -> Sequence[Effect]:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:NumberReplacer:13": (
+        "return CallView(key, state, None, 0, 0, None)",
+        "equivalent",
+        "CallView of a decided call (an inspection helper): nothing the harness observes",
+    ),
+    "core.py:RemoveDecorator:3": (
+        "",
+        "equivalent",
+        "Core.active_calls (a property for memory tests): the harness never reads it",
+    ),
+    "core.py:NumberReplacer:15": (
+        "row.key, ident, row.tool, row.state, ArgumentBuffer(0), row.fragments, row.bytes",
+        "equivalent",
+        "scan interval of a buffer restored after a restart, which start() fails at once",
+    ),
+    "core.py:ReplaceTrueWithFalse:4": (
+        "def _fire(self, call: _Call, event: CallEvent, why: str, effects: list[Effect], *, report: bool = True) -> bool:",
+        "equivalent",
+        "default of _fire's report flag: the one caller that can dispatch passes it",
+    ),
+    "core.py:ReplaceComparisonOperator_IsNot_Eq:3": (
+        "if isinstance(result, State) and result is not state:",
+        "equivalent",
+        "a model-drift guard: no table entry keeps or moves a decided call as a state",
+    ),
+    "core.py:ReplaceComparisonOperator_IsNot_Lt:3": (
+        "if isinstance(result, State) and result is not state:",
+        "equivalent",
+        "a model-drift guard: no table entry keeps or moves a decided call as a state",
+    ),
+    "core.py:ReplaceComparisonOperator_NotEq_IsNot:0": (
+        "changed = status != turn.shown",
+        "equivalent",
+        "de-duplication of the status cue: only repeats or drops optional cues (preparing, awaiting), never a wrong status",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_GtE:1": (
+        "if not changed and stopped == turn.stopped and executed == turn.executed:",
+        "equivalent",
+        "de-duplication of the status cue: only repeats or drops optional cues (preparing, awaiting), never a wrong status",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_Lt:2": (
+        "if not changed and stopped == turn.stopped and executed == turn.executed:",
+        "equivalent",
+        "de-duplication of the status cue: only repeats or drops optional cues (preparing, awaiting), never a wrong status",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_NotEq:1": (
+        "if not changed and stopped == turn.stopped and executed == turn.executed:",
+        "equivalent",
+        "de-duplication of the status cue: only repeats or drops optional cues (preparing, awaiting), never a wrong status",
+    ),
+    "core.py:ReplaceUnaryOperator_Delete_Not:5": (
+        "if not changed and stopped == turn.stopped and executed == turn.executed:",
+        "equivalent",
+        "de-duplication of the status cue: only repeats or drops optional cues (preparing, awaiting), never a wrong status",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_BitAnd:4": (
+        "def _tool_spec(self, name: str | None) -> ToolSpec | None:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Div:5": (
+        "def _tool_spec(self, name: str | None) -> ToolSpec | None:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Pow:4": (
+        "def _tool_spec(self, name: str | None) -> ToolSpec | None:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_BitAnd:6": (
+        "self, turn: TurnState, ident: Ident, tool: str | None, event: CallEvent, why: str, terminal_reason: str | None",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Div:6": (
+        "self, turn: TurnState, ident: Ident, tool: str | None, event: CallEvent, why: str, terminal_reason: str | None",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Pow:6": (
+        "self, turn: TurnState, ident: Ident, tool: str | None, event: CallEvent, why: str, terminal_reason: str | None",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Sub:7": (
+        "self, turn: TurnState, ident: Ident, tool: str | None, event: CallEvent, why: str, terminal_reason: str | None",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceComparisonOperator_Is_LtE:6": (
+        "if not isinstance(result, State) or result is S.ABSENT:",
+        "equivalent",
+        "no terminal state sorts at or below 'absent' except absent itself",
+    ),
+    "core.py:ReplaceOrWithAnd:6": (
+        "if not isinstance(result, State) or result is S.ABSENT:",
+        "generator",
+        "raises ModelDriftError for a rejected event on a never-opened call (a confirm, deny or repeat for it): a target error; not killed by a confirm for an unknown call here, so unverified",
+    ),
+    "core.py:ReplaceComparisonOperator_NotEq_LtE:1": (
+        "if (bound.actor, bound.tenant, bound.conversation) != (ev.actor, ev.tenant, ev.conversation):",
+        "equivalent",
+        "only whether a log line about a re-announced turn is written",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_Is:3": (
+        'if old.status == "live":',
+        "equivalent",
+        "status strings are interned literals: 'is' equals '=='",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_Lt:3": (
+        'if old.status == "live":',
+        "equivalent",
+        "the old turn's status word after a supersession: every later check also requires the current turn (checked with a late call for the old turn, before and after a restart)",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_NotEq:3": (
+        'if old.status == "live":',
+        "equivalent",
+        "as above: the current-turn check blocks the superseded turn either way",
+    ),
+    "core.py:ReplaceBinaryOperator_Add_Div:3": (
+        "event = classify_fragment(False, False, size, turn.bytes + size, self.limits)",
+        "equivalent",
+        "a fragment for a never-opened call fails it whether or not it counts as over the cap",
+    ),
+    "core.py:ReplaceAndWithOr:15": (
+        'if turn is not None and turn.status == "live":',
+        "equivalent",
+        "a cancel for a turn this replica never saw: crashes only with another replica's turn ids; not killed by a cancel for an unknown turn",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_LtE:4": (
+        'if turn is not None and turn.status == "live":',
+        "equivalent",
+        "re-marks a cancelled turn cancelled: no status changes",
+    ),
+    "core.py:AddNot:64": (
+        "event = E.CONFIRMED if ev.approved else E.DENIED",
+        "equivalent",
+        "the event named in the log line for a late or unknown confirmation; both are rejected",
+    ),
+    "core.py:AddNot:70": (
+        "if ev.tool not in self._disabled:",
+        "generator",
+        "killed by a disable_tool followed by a new call of the same tool (it runs: INV-TERMINAL/INV-LEDGER); walks leave operator controls out",
+    ),
+    "core.py:AddNot:82": (
+        "if not permitted:",
+        "equivalent",
+        "which refusal the ledger's validation text names (permission or turn): the wording is free",
+    ),
+    "driver.py:NumberReplacer:1": (
+        "first = effects[0]",
+        "equivalent",
+        "the one-fact fast path of the driver: the general path performs the same effects",
+    ),
+    "driver.py:ReplaceComparisonOperator_Eq_Lt:0": (
+        "if len(effects) == 1 and isinstance(first, Fact):  # the per-fragment case",
+        "equivalent",
+        "the one-fact fast path of the driver: the general path performs the same effects",
+    ),
+    "effects.py:ReplaceTrueWithFalse:3": (
+        "@dataclass(slots=True)",
+        "equivalent",
+        "slots on a dataclass: memory layout only",
+    ),
+    "effects.py:ReplaceTrueWithFalse:11": (
+        "@dataclass(slots=True)",
+        "equivalent",
+        "slots on a dataclass: memory layout only",
+    ),
+    "effects.py:ReplaceTrueWithFalse:12": (
+        "@dataclass(slots=True)",
+        "equivalent",
+        "slots on a dataclass: memory layout only",
+    ),
+    "effects.py:ReplaceTrueWithFalse:21": (
+        "@dataclass(slots=True)",
+        "equivalent",
+        "slots on a dataclass: memory layout only",
+    ),
+    "memory_store.py:ReplaceComparisonOperator_Eq_LtE:0": (
+        'if turn is not None and turn.status == "live":',
+        "equivalent",
+        "a cancelled turn's stored status may become another non-live word; both block",
+    ),
+    "memory_store.py:ReplaceComparisonOperator_Eq_NotEq:2": (
+        'if turn.tenant == fact.tenant and turn.status == "live":',
+        "equivalent",
+        "the store marking other replicas' turns stopped: one process's core holds its own turn status (checked: stop, restart, new call)",
+    ),
+    "memory_store.py:ReplaceComparisonOperator_NotEq_Gt:0": (
+        'or turn.status != "live"',
+        "equivalent",
+        "the store's own re-check of the turn: the core checks the same facts first; only a second replica reaches it",
+    ),
+    "memory_store.py:ReplaceComparisonOperator_NotEq_Lt:0": (
+        'or turn.status != "live"',
+        "equivalent",
+        "the store's own re-check of the turn: the core checks the same facts first; only a second replica reaches it",
+    ),
+    "memory_store.py:ReplaceComparisonOperator_NotEq_Lt:1": (
+        "or self._current.get((turn.tenant, turn.conversation)) != key.turn",
+        "equivalent",
+        "the store's own re-check of the turn: the core checks the same facts first; only a second replica reaches it",
+    ),
+    "memory_store.py:ReplaceComparisonOperator_Is_Lt:2": (
+        "if row.state is _DISPATCHED and ident not in self._outcomes",
+        "equivalent",
+        "which calls a restart logs as 'no outcome recorded': log wording, after a crash inside the executor only",
+    ),
+    "memory_store.py:ReplaceComparisonOperator_Is_NotEq:2": (
+        "if row.state is _DISPATCHED and ident not in self._outcomes",
+        "equivalent",
+        "which calls a restart logs as 'no outcome recorded': log wording, after a crash inside the executor only",
+    ),
+    "redaction.py:AddNot:2": (
+        "if isinstance(value, list):",
+        "generator",
+        "lists handed to the validator are not copied: needs a harness whose business validator changes what it gets (a design choice for the lead) and arguments with a list",
+    ),
+    "redaction.py:ReplaceComparisonOperator_Eq_GtE:0": (
+        'if not sep or path == "(root)":',
+        "generator",
+        "killed by a tool with additionalProperties and an undeclared key that fails it: the key reaches the ledger (INV-LEDGER, new)",
+    ),
+    "scanner.py:ReplaceFalseWithTrue:0": (
+        "self._in_string = False",
+        "generator",
+        "killed by a valid call over 512 bytes with unbalanced brackets and escaped quotes inside strings (scanner dooms it: LIVE-DISPATCH); the default run never sends 512 bytes",
+    ),
+    "scanner.py:ReplaceBinaryOperator_BitOr_Add:0": (
+        "def feed(self, chunk: str) -> str | None:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "scanner.py:ReplaceBinaryOperator_BitOr_BitXor:0": (
+        "def feed(self, chunk: str) -> str | None:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "scanner.py:NumberReplacer:6": (
+        "i = 0",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceComparisonOperator_Eq_Gt:1": (
+        "if phase == _AFTER:",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:AddNot:4": (
+        "if m is None:",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceComparisonOperator_NotEq_Gt:0": (
+        'if chunk[i] != "{":',
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceComparisonOperator_GtE_Eq:0": (
+        "if i >= n:",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceComparisonOperator_GtE_Is:0": (
+        "if i >= n:",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:NumberReplacer:10": (
+        "i += 1  # the escaped character itself",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceBinaryOperator_Add_BitXor:0": (
+        "i = self._string_rest(chunk, i + 1, n)",
+        "generator",
+        "killed by a valid call over 512 bytes with unbalanced brackets and escaped quotes inside strings (scanner dooms it: LIVE-DISPATCH); the default run never sends 512 bytes",
+    ),
+    "scanner.py:ReplaceBinaryOperator_Add_FloorDiv:0": (
+        "i = self._string_rest(chunk, i + 1, n)",
+        "generator",
+        "killed by a valid call over 512 bytes with unbalanced brackets and escaped quotes inside strings (scanner dooms it: LIVE-DISPATCH); the default run never sends 512 bytes",
+    ),
+    "scanner.py:ReplaceComparisonOperator_Lt_GtE:1": (
+        "if i < 0:",
+        "generator",
+        "hangs on a >512-byte argument text (killed by the timeout once such a trace runs)",
+    ),
+    "scanner.py:AddNot:15": (
+        "if _NON_WS.search(chunk, i + 1) is not None:",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceBinaryOperator_Add_Mod:1": (
+        "if _NON_WS.search(chunk, i + 1) is not None:",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceComparisonOperator_GtE_IsNot:2": (
+        "if j >= n:",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceUnaryOperator_USub_UAdd:0": (
+        "return -1",
+        "generator",
+        "hangs on a >512-byte argument text (killed by the timeout once such a trace runs)",
+    ),
+    "scanner.py:ReplaceComparisonOperator_Eq_IsNot:6": (
+        "if c == '\"':",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceFalseWithTrue:3": (
+        "self._in_string = False",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:NumberReplacer:24": (
+        "return j + 1",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceComparisonOperator_Eq_GtE:7": (
+        'if c == "\\\\":  # a lone backslash can only be the chunk\'s last character',
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:NumberReplacer:29": (
+        "return -1",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceUnaryOperator_Delete_USub:2": (
+        "return -1",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "scanner.py:ReplaceUnaryOperator_USub_Invert:2": (
+        "return -1",
+        "generator",
+        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+    ),
+    "schema_check.py:ReplaceComparisonOperator_Eq_LtE:0": (
+        'if keyword == "type":',
+        "equivalent",
+        "makes fewer schemas eligible for the compiled validator: jsonschema alone answers (performance)",
+    ),
+    "schema_check.py:ReplaceComparisonOperator_Eq_Gt:2": (
+        'if keyword == "const":',
+        "generator",
+        'needs a tool schema whose pattern has $ in a lookahead (a(?!$) against "a\\n": jsonschema rejects, the compiled \\Z accepts), validated 8+ times before the compiled validator is used; unverified (a trace validating twice did not reach it)',
+    ),
+    "schema_check.py:ReplaceComparisonOperator_Eq_NotEq:2": (
+        'if keyword == "const":',
+        "generator",
+        'needs a tool schema whose pattern has $ in a lookahead (a(?!$) against "a\\n": jsonschema rejects, the compiled \\Z accepts), validated 8+ times before the compiled validator is used; unverified (a trace validating twice did not reach it)',
+    ),
+    "schema_check.py:AddNot:5": (
+        'if keyword == "required":',
+        "equivalent",
+        "a 'required' that is not a list of names becomes eligible: no valid schema has one",
+    ),
+    "schema_check.py:ReplaceComparisonOperator_Eq_IsNot:3": (
+        'if keyword == "required":',
+        "equivalent",
+        "makes fewer schemas eligible for the compiled validator: jsonschema alone answers (performance)",
+    ),
+    "schema_check.py:ReplaceBinaryOperator_Sub_Mod:0": (
+        "return all(m.start() == len(value) - 1 for m in _UNESCAPED_DOLLAR.finditer(value))",
+        "generator",
+        'needs a tool schema whose pattern has $ in a lookahead (a(?!$) against "a\\n": jsonschema rejects, the compiled \\Z accepts), validated 8+ times before the compiled validator is used; unverified (a trace validating twice did not reach it)',
+    ),
+    "schema_check.py:ReplaceComparisonOperator_Eq_NotEq:5": (
+        "return all(m.start() == len(value) - 1 for m in _UNESCAPED_DOLLAR.finditer(value))",
+        "generator",
+        'needs a tool schema whose pattern has $ in a lookahead (a(?!$) against "a\\n": jsonschema rejects, the compiled \\Z accepts), validated 8+ times before the compiled validator is used; unverified (a trace validating twice did not reach it)',
+    ),
+    "schema_check.py:ReplaceAndWithOr:5": (
+        "return isinstance(pattern, str) and _JOIN_SENSITIVE.search(pattern) is None",
+        "generator",
+        "needs a patternProperties or pattern with a backreference, named group or inline flag in a tool schema, validated 8+ times; may be equivalent where fastjsonschema only refuses",
+    ),
+    "schema_check.py:ReplaceAndWithOr:7": (
+        "ok = isinstance(value, list) and bool(value) and all(_eligible(v) for v in value)",
+        "equivalent",
+        "only an empty schema list (allOf: []) changes, which no valid schema has",
+    ),
+    "schema_check.py:ReplaceAndWithOr:9": (
+        "ok = isinstance(value, dict) and all(isinstance(k, str) and _eligible(v) for k, v in value.items())",
+        "generator",
+        'needs a tool schema whose pattern has $ in a lookahead (a(?!$) against "a\\n": jsonschema rejects, the compiled \\Z accepts), validated 8+ times before the compiled validator is used; unverified (a trace validating twice did not reach it)',
+    ),
+    "schema_check.py:ReplaceComparisonOperator_NotEq_Lt:0": (
+        'ok = ok and (keyword != "patternProperties" or all(_regex_ok(k) for k in value))',
+        "equivalent",
+        "makes fewer schemas eligible for the compiled validator: jsonschema alone answers (performance)",
+    ),
+    "schema_check.py:AddNot:13": (
+        "if not ok:",
+        "equivalent",
+        "makes fewer schemas eligible for the compiled validator: jsonschema alone answers (performance)",
+    ),
+    "schema_check.py:ReplaceFalseWithTrue:5": (
+        "return False",
+        "equivalent",
+        "a schema jsonschema cannot read: compile_quick fails on it too and jsonschema answers",
+    ),
+    "schema_check.py:ReplaceBinaryOperator_BitOr_Sub:1": (
+        "def compile_quick(schema: Mapping[str, Any]) -> QuickValidator | None:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "schema_check.py:ReplaceFalseWithTrue:7": (
+        "plain, use_default=False, use_formats=False, detailed_exceptions=False",
+        "equivalent",
+        "asserting formats makes the compiled validator stricter: a rejection goes to jsonschema",
+    ),
+    "schema_check.py:NumberReplacer:5": (
+        "COMPILE_AFTER: Final = 8",
+        "equivalent",
+        "the compiled-validator cache or countdown: when the fast validator is built, never what it answers",
+    ),
+    "schema_check.py:AddNot:18": (
+        "self.pending = COMPILE_AFTER if _dialect_ok(self.schema) else -1",
+        "equivalent",
+        "inverts the countdown's eligibility, but compile_quick re-checks it: nothing is ever compiled (performance)",
+    ),
+    "schema_check.py:ReplaceComparisonOperator_Eq_LtE:10": (
+        "if pending == 0:  # replicas on threads may race here: at worst it compiles twice",
+        "equivalent",
+        "the compiled-validator cache or countdown: when the fast validator is built, never what it answers",
+    ),
+    "schema_check.py:NumberReplacer:14": (
+        "_MAX: Final = 256",
+        "equivalent",
+        "the compiled-validator cache or countdown: when the fast validator is built, never what it answers",
+    ),
+    "schema_check.py:NumberReplacer:15": (
+        "_MAX: Final = 256",
+        "equivalent",
+        "the compiled-validator cache or countdown: when the fast validator is built, never what it answers",
+    ),
+    "schema_check.py:NumberReplacer:17": (
+        "if entry is None or entry[0] is not spec:",
+        "equivalent",
+        "the compiled-validator cache or countdown: when the fast validator is built, never what it answers",
+    ),
+    "schema_check.py:AddNot:23": (
+        "if len(self._cache) >= self._MAX:",
+        "equivalent",
+        "the compiled-validator cache or countdown: when the fast validator is built, never what it answers",
+    ),
+    "schema_check.py:ReplaceComparisonOperator_GtE_Is:1": (
+        "if len(self._cache) >= self._MAX:",
+        "equivalent",
+        "the compiled-validator cache or countdown: when the fast validator is built, never what it answers",
+    ),
+    "schema_check.py:ReplaceComparisonOperator_GtE_Lt:1": (
+        "if len(self._cache) >= self._MAX:",
+        "equivalent",
+        "the compiled-validator cache or countdown: when the fast validator is built, never what it answers",
+    ),
+    "schema_check.py:NumberReplacer:21": (
+        "if record.pending > 0:",
+        "equivalent",
+        "the compiled-validator cache or countdown: when the fast validator is built, never what it answers",
+    ),
+    "store.py:NumberReplacer:0": (
+        "bytes: int = 0",
+        "generator",
+        "a turn restored after a restart starts at 1 byte: killed by a call that meets the turn cap exactly after a restart (LIVE-DISPATCH)",
+    ),
+}
