@@ -261,11 +261,13 @@ def classify(summary: dict[str, Any]) -> dict[str, Any]:
         rows.append({**m, "original": original, "mutated": mutated, "class": kind, "reason": reason})
     killed = summary["counts"].get("killed", 0) + summary["counts"].get("timeout", 0)
     ran = killed + summary["counts"].get("survived", 0)
+    since = sum(r["class"] == "killed since" for r in rows)
     relevant = ran - equivalent
     return {
         "survivors": rows,
         "equivalent": equivalent,
-        "score_non_equivalent": killed / relevant if relevant else None,
+        "killed_since": since,
+        "score_non_equivalent": (killed + since) / relevant if relevant else None,
     }
 
 
@@ -289,13 +291,16 @@ def section(summary: dict[str, Any], command: str) -> Any:
         f"{summary['mutants_total']} mutants in {', '.join(summary['modules'])}; {sampled}, "
         f"in {summary['seconds']:.0f} s on this shared 2-CPU machine (one mutant at a time).",
         "",
-        "| mutants run | killed | timed out | survived | equivalent (read) | score | score over non-equivalent |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| mutants run | killed | timed out | survived | killed since by a judge change | equivalent (read) | score "
+        "| score over non-equivalent, with those killed since |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
         f"| {summary['ran']} | {c.get('killed', 0)} | {c.get('timeout', 0)} | {c.get('survived', 0)} | "
-        f"{read['equivalent']} | {_pct(summary['score'])} | {_pct(read['score_non_equivalent'])} |",
+        f"{read['killed_since']} | {read['equivalent']} | {_pct(summary['score'])} | "
+        f"{_pct(read['score_non_equivalent'])} |",
         "",
         f"Killed {killed} of {summary['ran']}. Each survivor, with what it needs (`equivalent`: no behaviour the "
         "spec judges differs; `generator`: a trace the default run does not generate would kill it; "
+        "`killed since`: a judge change after the run kills it; "
         "`unclassified`: not yet read):",
         "",
         "| mutant | line | change | class | reason |",

@@ -6,7 +6,8 @@
 cache or a fast path whose slow path gives the same answer, a cue the spec makes optional,
 a state only a second replica can reach). ``generator``: a trace the default certification
 does not generate kills it (named in the reason; "killed by" where the trace was replayed
-against the mutant, "needs" where it was not shown).
+against the mutant, "needs" where it was not shown). ``killed since``: a judge change made
+after the run kills it in the default certification (re-run with ``--only``).
 
 Read for the run of 2026-12-01 (``python -m bench.mutation --sample 160 --seed 0``); a
 spec whose line moved no longer matches and is reported "unclassified".
@@ -82,8 +83,8 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "core.py:NumberReplacer:3": (
         "fragments: int = 0",
-        "generator",
-        "the ledger count starts at -1: killed by INV-LEDGER's count check (new) once it runs; this run's copy predates it",
+        "killed since",
+        "killed by the default certification since INV-LEDGER checks the count (re-run with --only: killed)",
     ),
     "core.py:ReplaceBinaryOperator_BitOr_BitXor:0": (
         "snapshot: Snapshot | None = None,",
@@ -102,8 +103,8 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "core.py:ReplaceBinaryOperator_Add_BitXor:2": (
         "fragments = call.fragments = call.fragments + 1",
-        "generator",
-        "the ledger count toggles: killed by INV-LEDGER's count check (new) once it runs; this run's copy predates it",
+        "killed since",
+        "killed by the default certification since INV-LEDGER checks the count (re-run with --only: killed)",
     ),
     "core.py:ReplaceBinaryOperator_BitOr_BitAnd:1": (
         "def business_result(self, key: CallKey, problem: str | None) -> Sequence[Effect]:",
