@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from callsafe.certify.harness import check_trace
+from callsafe.certify.checking import check_trace
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.invariants import check_all
 from callsafe.model.leaks import scalar_tokens
