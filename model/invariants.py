@@ -32,7 +32,6 @@ from callsafe.model.vocabulary import (
     Confirm,
     ConfirmationRequested,
     Executed,
-    Fragment,
     LedgerRow,
     Observation,
     Restart,
@@ -372,30 +371,23 @@ def check_bounded(ctx: Context) -> Iterable[Violation]:
                 )
 
 
-def _ledger_untruth(row: LedgerRow, record: CallRecord, forgot: bool, delivered: int) -> str:
+def _ledger_untruth(row: LedgerRow, record: CallRecord, forgot: bool) -> str:
     """How a call's final ledger row contradicts the model's account of the call (empty:
-    it does not). The spec's ledger "lets an operator distinguish a malformed stream from
-    a permission rejection": the decision, the terminal reason and whether parsing and
-    validation succeeded must be the model's. The wording of a failure is free (a row may
-    say validation failed at dispatch, a permission refusal, where the schema and business
-    checks passed), never "ok" where they did not. The count is the positions the call
-    accepted, or (the other reading of "count") every fragment delivered for it so far,
-    repeats included: ``delivered``. ``forgot``: a restart came between, and
-    buffers are not durable, so a row may say a fact is unknown (no terminal reason, not
-    parsed, not validated) but still not contradict it."""
-    if row.fragments not in (len(record.fragments), delivered):
-        return (
-            f"count {row.fragments}, the call's {len(record.fragments)} accepted positions "
-            f"({delivered} fragments delivered)"
-        )
+    it does not): the decision and the terminal reason must be the model's, and the count
+    at least the positions the call accepted (more is another reading of "count", every
+    fragment delivered, or a protocol's own explicit fragment such as an Anthropic
+    ``input: {}``). ``forgot``: a restart came between, and buffers are not durable, so a
+    row may leave the terminal reason out but not contradict it.
+
+    The parse and validation fields are not compared: behind a provider protocol the
+    parser may hand the target other text than the abstract trace (that explicit ``{}``),
+    so "malformed" in the model can honestly be "ok, schema failed" at the target."""
+    if row.fragments < len(record.fragments):
+        return f"count {row.fragments}, fewer than the {len(record.fragments)} positions the call accepted"
     if row.decision != record.state.value:
         return f"decision {row.decision!r}, the model's {record.state.value!r}"
     if row.terminal_reason != record.terminal_reason and not (forgot and row.terminal_reason is None):
         return f"terminal reason {row.terminal_reason!r}, the stream's {record.terminal_reason!r}"
-    if (row.parse == "ok") != (record.parse == "ok") and not (forgot and row.parse == "not parsed"):
-        return f"parse {row.parse!r}, the model's {record.parse!r}"
-    if row.validation == "ok" and record.validation != "ok":
-        return f"validation 'ok', the model's {record.validation!r}"
     return ""
 
 
@@ -410,21 +402,13 @@ def check_ledger(ctx: Context) -> Iterable[Violation]:
     for record in ctx.records_everywhere(lambda r: r.state in (State.CANCELLED, State.FAILED)):
         if not rows.get(record.key):
             yield Violation("INV-LEDGER", f"no ledger row for a refused call ({record.why})", record.key)
-    restarts: list[int] = []
-    fragments_at: dict[CallKey, list[int]] = defaultdict(list)
-    tenants = {t: r.tenant for t, r in ctx.oracle.semantics.state.turns.items()}
-    for i, event in enumerate(ctx.trace.delivered()):
-        if isinstance(event, Restart):
-            restarts.append(i)
-        elif isinstance(event, Fragment) and event.turn in tenants:
-            fragments_at[event.key(tenants[event.turn])].append(i)
+    restarts = [i for i, event in enumerate(ctx.trace.delivered()) if isinstance(event, Restart)]
     for record in ctx.records_everywhere(lambda r: r.state in TERMINAL_STATES):
         if rows.get(record.key):
             last = rows[record.key][-1]
             truths = [r for reading in ctx.oracle.readings if (r := ctx.record(record.key, reading)) is not None]
             forgot = any(i <= last.step for i in restarts)
-            delivered = sum(1 for i in fragments_at.get(record.key, ()) if i <= last.step)
-            problems = [_ledger_untruth(last, r, forgot, delivered) for r in truths]
+            problems = [_ledger_untruth(last, r, forgot) for r in truths]
             if all(problems):
                 yield Violation(
                     "INV-LEDGER", f"the call's last ledger row is untrue: {problems[0]}", record.key, last.step
@@ -564,8 +548,9 @@ INVARIANTS: Final[tuple[Invariant, ...]] = (
     ),
     Invariant(
         "INV-LEDGER",
-        "every decision leaves a ledger row, and a call's final row tells the model's decision, terminal reason "
-        "and parse and validation outcome; no ledger, audit, log or status line contains argument values",
+        "every decision leaves a ledger row, and a call's final row tells the model's decision and terminal "
+        "reason, with a count no lower than the positions the call accepted; no ledger, audit, log or status "
+        "line contains argument values",
         "Record an assembly ledger with the tuple key, count, terminal reason, parse result, validation result, "
         "and dispatch decision, without retaining sensitive argument values in broad logs.",
         "safety",

@@ -186,7 +186,7 @@ def _walk(value: Any, out: set[str], keys: set[str]) -> None:
 
 def argument_values(trace: Trace, records: Iterable[CallRecord]) -> set[str]:
     """Every argument value the trace carries, parsed or not, that is worth looking for
-    (not empty, not only spaces), and every object key the arguments hold that no tool
+    (with a letter or a digit), and every object key the arguments hold that no tool
     declares: such a key came from the stream (``additionalProperties``), not from the
     tool's author, and is the user's data as much as a value."""
     out: set[str] = set()
@@ -211,7 +211,9 @@ def argument_values(trace: Trace, records: Iterable[CallRecord]) -> set[str]:
         if isinstance(event, ToolChanged) and event.schema:
             _declared(ToolSpec(schema=dict(event.schema)), declared, set())
     out.update(keys - declared)
-    return {v for v in out if v.strip()}
+    # only values with a letter or digit: punctuation alone (":" from a broken stream)
+    # cannot be told from a line's own separators
+    return {v for v in out if any(ch.isalnum() for ch in v)}
 
 
 # --------------------------------------------------------------------------------------
