@@ -248,6 +248,7 @@ class OwnWords:
 
     phrases: set[str] = field(default_factory=set)  # matched anywhere, case-sensitive
     tokens: set[str] = field(default_factory=set)  # matched as whole tokens, case-sensitive
+    _longest: int = 0
 
     @classmethod
     def of(cls, trace: Trace, records: Iterable[CallRecord]) -> OwnWords:
@@ -272,8 +273,23 @@ class OwnWords:
         # one-character identifiers (item "0") are covered by the call keys they stand in
         return cls({p for p in phrases if len(p) >= 2}, names | numbers)
 
+    def covered_by_phrase(self, text: str, a: int, b: int) -> bool:
+        """Whether ``text[a:b]`` lies inside one of the trace's phrases (an identifier, a
+        call key, a reason) as it occurs in ``text``. Looked up, not searched: every
+        stretch of ``text`` around the occurrence that starts and ends at a token
+        boundary is tried in the phrase set, so the cost does not grow with the number of
+        phrases (thousands in a long trace; searching each made judging quadratic)."""
+        if not self.phrases:
+            return False
+        longest = self._longest or max(len(p) for p in self.phrases)
+        self._longest = longest
+        starts = [i for i in range(max(0, b - longest), a + 1) if _boundary(text, i)]
+        ends = [j for j in range(b, min(len(text), a + longest) + 1) if _boundary(text, j)]
+        return any(text[i:j] in self.phrases for i in starts for j in ends if j - i <= longest)
+
     def spans(self, text: str) -> list[tuple[int, int]]:
-        """Where the line's own words are."""
+        """Where the line's own vocabulary, names, numbers and counts are (the trace's
+        phrases are looked up apart: :meth:`covered_by_phrase`)."""
         out: list[tuple[int, int]] = []
         lowered = text.lower()
         phrases, words = _vocabulary()
@@ -282,17 +298,20 @@ class OwnWords:
             while start >= 0:
                 out.append((start, start + len(phrase)))
                 start = lowered.find(phrase, start + 1)
-        for phrase in self.phrases:
-            start = text.find(phrase)
-            while start >= 0:
-                out.append((start, start + len(phrase)))
-                start = text.find(phrase, start + 1)
         for m in re.finditer(r"\w+", text):
             if m.group().lower() in words or m.group() in self.tokens:
                 out.append(m.span())
         for pattern in _COUNT_PATTERNS:
             out.extend(m.span() for m in pattern.finditer(text))
         return out
+
+
+def _boundary(text: str, i: int) -> bool:
+    """A phrase may start or end at ``i``: the text's ends, or a change between a word
+    character and another."""
+    if i <= 0 or i >= len(text):
+        return True
+    return text[i - 1].isalnum() != text[i].isalnum()
 
 
 def _occurrences(value: str, text: str) -> Iterable[tuple[int, int]]:
@@ -318,7 +337,7 @@ def leaked_value(values: Iterable[str], text: str, own: OwnWords) -> str | None:
         for a, b in _occurrences(value, text):
             if spans is None:
                 spans = own.spans(text)
-            if not any(s <= a and b <= e for s, e in spans):
+            if not any(s <= a and b <= e for s, e in spans) and not own.covered_by_phrase(text, a, b):
                 return value
     return None
 
