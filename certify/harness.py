@@ -625,17 +625,18 @@ def certify(
             stats.errors += 1
             if len(errors) < BROKEN_KEPT:
                 errors.append(f"{result.name}: {judgement.errors[0].describe()}")
-        if judgement.broken:
+        if judgement.errors and judgement.broken:
             kind = BrokenTrace(result.generator, result.index, result.name, Trace(events=()), judgement.errors).kind
             broken_count[kind] += 1
             if len(broken) < BROKEN_KEPT and result.trace is not None:
                 broken.append(BrokenTrace(result.generator, result.index, result.name, result.trace, judgement.errors))
         if judgement.violated:
             stats.violating += 1
+        broken_run = judgement.broken
         for inv, found in judgement.results.items():
             if found is None:
                 continue
-            if judgement.broken:
+            if broken_run:
                 broken_checked[inv] += 1
             else:
                 checked[inv] += 1
@@ -646,7 +647,7 @@ def certify(
                 kept = examples.setdefault(inv, [])
                 if len(kept) < max(options.counterexamples, 1) and result.trace is not None:
                     kept.append(Example(result.generator, result.trace, found))
-        return options.fail_fast and (judgement.broken or bool(judgement.violated))
+        return options.fail_fast and (broken_run or bool(judgement.violated))
 
     executor = _executor(options, factory, info)
     size = None if isinstance(executor, InProcess) else options.partition_size or PARTITION_SIZE
