@@ -15,6 +15,10 @@ can be imported anywhere:
 * ``exec:COMMAND``: any program that speaks the callsafe target protocol on its stdin and
   stdout (:mod:`callsafe.targets.exec_target`), e.g. ``exec:node naive.js``; the command is
   split as a shell would split it, and run without a shell;
+* ``guard:STORE:PROTOCOL`` (``guard:memory:openai-chat``, ``guard:sqlite:anthropic-messages``,
+  ``guard:postgres:openai-responses``; ``guard`` alone is ``guard:sqlite:openai-chat``):
+  :class:`callsafe.targets.guard.GuardTarget`, the ``callsafe.guard`` library reading that
+  provider's wire as an application's agent loop does;
 * ``module:factory``: any callable in an importable module that returns a fresh
   :class:`~callsafe.contract.target.Target` each time it is called (a class works). The
   current directory is importable, as with ``python -m``.
@@ -117,6 +121,27 @@ def _exec(command: str) -> TargetFactory:
     from callsafe.targets.exec_target import exec_factory
 
     factory: TargetFactory = exec_factory(command)
+
+    return factory
+
+
+def _guard(spec: str) -> TargetFactory:
+    from callsafe.providers import registry
+    from callsafe.targets.guard import GUARD_STORES, GuardTarget
+
+    parts = spec.split(":")
+    store = parts[1] if len(parts) > 1 else "sqlite"
+    protocol = parts[2] if len(parts) > 2 else "openai-chat"
+    if len(parts) > 3 or store not in GUARD_STORES or protocol not in registry.names():
+        raise TargetSpecError(
+            f"a guard target is guard:STORE:PROTOCOL with STORE one of {', '.join(GUARD_STORES)} and PROTOCOL one "
+            f"of {', '.join(registry.names())}; got {spec!r}"
+        )
+
+    def factory() -> Target:
+        return GuardTarget(store, protocol)
+
+    factory.__qualname__ = f"guard:{store}:{protocol}"
     return factory
 
 
@@ -124,6 +149,8 @@ def resolve_target(spec: str) -> TargetFactory:
     """The factory for a target name (see the module docstring for the forms)."""
     if spec == "reference":
         return _reference(DEFAULT_REFERENCE_STORE)
+    if spec == "guard" or spec.startswith("guard:"):
+        return _guard(spec)
     if spec.startswith("library:"):
         return _library(spec.partition(":")[2])
     if spec.startswith("exec:"):
@@ -135,7 +162,9 @@ def resolve_target(spec: str) -> TargetFactory:
         return _reference(store)
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise TargetSpecError(f"a target is 'reference', 'reference:STORE' or 'module:factory', got {spec!r}")
+        raise TargetSpecError(
+            f"a target is 'reference', 'reference:STORE', 'guard:STORE:PROTOCOL' or 'module:factory', got {spec!r}"
+        )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
