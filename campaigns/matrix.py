@@ -68,6 +68,8 @@ from callsafe.model.vocabulary import (
 from callsafe.reporting.report import LONE_SURROGATES
 
 __all__ = [
+    "GUARD_PROTOCOLS",
+    "GUARD_ROWS",
     "MATRIX_GENERATORS",
     "MATRIX_VERSION",
     "REFERENCE_ROW",
@@ -114,13 +116,21 @@ class RowSpec:
 
 
 REFERENCE_ROW: Final = RowSpec("reference:memory", "callsafe", ABSTRACT, "reference implementation (memory store)")
+# callsafe.guard, the reference as a library, over each protocol an agent's SDK speaks:
+# certified through the same wire path (and the same wire adversities) as the libraries.
+GUARD_PROTOCOLS: Final = ("openai-chat", "openai-responses", "anthropic-messages")
+GUARD_ROWS: Final = tuple(
+    RowSpec(f"guard:memory:{protocol}", "callsafe", protocol, "callsafe.guard (memory store)")
+    for protocol in GUARD_PROTOCOLS
+)
 
 
 def default_rows() -> list[RowSpec]:
-    """The reference, then every library adapter of the catalog, in catalog order."""
+    """The reference, the guard over each protocol, then every library adapter of the
+    catalog, in catalog order."""
     from callsafe.targets.libraries import LIBRARY_TARGETS
 
-    rows = [REFERENCE_ROW]
+    rows = [REFERENCE_ROW, *GUARD_ROWS]
     for name in LIBRARY_TARGETS:
         library, protocol, surface = name.split(":", 2)
         rows.append(RowSpec(f"library:{name}", library, protocol, surface))
@@ -224,7 +234,7 @@ ProgressCallback = Callable[[RowSpec, "RowResult | None"], None]
 
 
 def _version(row: RowSpec) -> str | None:
-    if row.protocol == ABSTRACT:
+    if row.protocol == ABSTRACT or row.library == "callsafe":
         return __version__
     from callsafe.targets._common import library_version
 

@@ -71,9 +71,10 @@ def matrix_cmd(
     reproduces it) or not applicable.
 
     A library that is not installed gets a row saying so. Exit status 0, unless the
-    reference implementation itself violates an invariant.
+    reference implementation or callsafe.guard violates an invariant.
     """
     from callsafe.campaigns.matrix import (
+        GUARD_ROWS,
         MATRIX_GENERATORS,
         REFERENCE_ROW,
         RowResult,
@@ -123,4 +124,10 @@ def matrix_cmd(
     reference = next((r for r in matrix.rows if r.row == REFERENCE_ROW), None)
     if reference is not None and any(c.status == "violated" for c in reference.cells.values()):
         console.print("[bold red]the reference implementation violates an invariant[/bold red]")
+        sys.exit(1)
+    guards = [r for r in matrix.rows if r.row in GUARD_ROWS and any(c.status == "violated" for c in r.cells.values())]
+    if guards:
+        console.print(
+            f"[bold red]callsafe.guard violates an invariant: {', '.join(r.row.spec for r in guards)}[/bold red]"
+        )
         sys.exit(1)

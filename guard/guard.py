@@ -603,10 +603,10 @@ class StreamReader:
     def feed(self, item: object) -> list[ToolCall]:
         """Read one item of the stream. Raises :class:`~callsafe.guard.errors.StreamError`
         when the stream cannot be read (after ending it as disconnected)."""
-        if self._ended:
-            raise ClosedGuard("this stream already ended")
         if self._broken is not None:
             raise StreamError(f"the stream already failed: {self._broken}")
+        if self._ended:
+            raise ClosedGuard("this stream already ended")
         try:
             payloads = self._payloads(item)
             ready: list[ToolCall] = []

@@ -14,6 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from callsafe.campaigns.matrix import (
+    GUARD_PROTOCOLS,
+    GUARD_ROWS,
     REFERENCE_ROW,
     RowSpec,
     default_rows,
@@ -40,10 +42,12 @@ def _need(row: RowSpec) -> None:
         pytest.skip(reason)
 
 
-def test_rows_are_the_reference_then_every_library_surface() -> None:
+def test_rows_are_the_reference_the_guard_then_every_library_surface() -> None:
     rows = default_rows()
     assert rows[0] == REFERENCE_ROW
-    assert [r.spec for r in rows[1:]] == [f"library:{name}" for name in LIBRARY_TARGETS]
+    guards = len(GUARD_ROWS)
+    assert [r.spec for r in rows[1 : 1 + guards]] == [f"guard:memory:{p}" for p in GUARD_PROTOCOLS]
+    assert [r.spec for r in rows[1 + guards :]] == [f"library:{name}" for name in LIBRARY_TARGETS]
     assert len({r.label for r in rows}) == len(rows)  # each surface is a row of its own
 
 
