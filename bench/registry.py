@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "durable": "bench.durable",
     "exploration": "bench.exploration",
     "bugpower": "bench.bugpower",
+    "guard": "bench.guard",
 }
 
 

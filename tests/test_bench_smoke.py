@@ -7,6 +7,7 @@ test that asserted them would fail on a busy one.
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -373,3 +374,20 @@ def test_the_first_violation_is_found_among_the_runs_by_its_events() -> None:
     assert ran is not None and first is not None  # (describe() builds a target too, which receives nothing)
     assert ran is recorder.built[-1] and len(ran.events) == 4 and ran.closed_at < float("inf")
     assert first.events == list(other.events) and first.closed_at < ran.closed_at
+
+
+def test_the_guard_benchmark_reports_its_cost_over_the_bare_sdk_iteration(tmp_path: Path) -> None:
+    """``--only guard``: every protocol whose SDK is installed gets the guard's ratios over
+    the SDK's own stream iteration, measured in the same run (the benchmark itself checks,
+    outside the clock, that every call ran exactly once with its arguments)."""
+    results = tmp_path / "RESULTS.md"
+    stdout = _quick("guard", results)
+    ratios = _ratios(stdout)
+    installed = [p for p, (dist, mod) in bench_module("guard").SDKS.items() if importlib.util.find_spec(mod)]
+    assert installed, "the openai and anthropic SDKs are dev dependencies"
+    for protocol in installed:
+        for variant in ("loop", "guard-memory", "guard-sqlite"):
+            assert ratios[f"{protocol}/{variant}"] > 0 and ratios[f"{protocol}/{variant}@cpu"] > 0
+    text = results.read_text()
+    assert "<!-- bench:guard -->" in text and "callsafe.guard: the cost over the SDK" in text
+    assert "command: `" in text
