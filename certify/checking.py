@@ -83,15 +83,20 @@ def run_checked(
     capabilities: frozenset[str],
     trace: Trace,
     timeout: float | None = DEFAULT_TRACE_TIMEOUT,
+    cap: float | None = None,
 ) -> Checked:
     """Run ``trace`` on a fresh target from ``factory`` and judge it; the target is stopped
     after ``timeout`` seconds (:mod:`~callsafe.certify.watchdog`), and whatever it raised
-    or hung on is on ``checked.judgement.errors`` (:class:`TargetError`)."""
+    or hung on is on ``checked.judgement.errors`` (:class:`TargetError`). ``cap`` bounds
+    a first trace's warm-up allowance (what is left of a budget)."""
     missing = tuple(sorted(_needs(trace) - capabilities))
     if missing:
         return Checked(trace, missing, None, judge(trace), _not_applicable_judgement())
+    allowance = first_trace_allowance(_name_of(factory), timeout)
+    if allowance is not None and cap is not None:
+        allowance = min(allowance, cap)
     try:
-        with trace_deadline(first_trace_allowance(_name_of(factory), timeout)):
+        with trace_deadline(allowance):
             try:
                 target: Target = factory()
             except Exception as exc:  # a target that cannot even be built: recorded, judged on nothing
@@ -202,9 +207,10 @@ def _run_one(
     index: int,
     trace: Trace,
     timeout: float | None,
+    cap: float | None = None,
 ) -> TraceResult:
     started = time.perf_counter()
-    checked = run_checked(factory, capabilities, trace, timeout)
+    checked = run_checked(factory, capabilities, trace, timeout, cap)
     return _result(generator, index, trace.name, checked, time.perf_counter() - started)
 
 
@@ -225,7 +231,9 @@ def run_pieces(
         if deadline is not None and time.time() > deadline:
             yield PartitionResult(partition, [], stats.skipped - skipped, False, worker)
             return
-        result = _run_one(factory, capabilities, partition.generator, partition.start + offset, trace, timeout)
+        # what is left of the budget bounds a first trace's warm-up, never the timeout itself
+        cap = None if deadline is None or timeout is None else max(timeout, deadline - time.time())
+        result = _run_one(factory, capabilities, partition.generator, partition.start + offset, trace, timeout, cap)
         yield PartitionResult(partition, [result], stats.skipped - skipped, worker=worker)
         skipped = stats.skipped
     yield PartitionResult(partition, [], stats.skipped - skipped, worker=worker)

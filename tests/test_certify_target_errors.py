@@ -166,3 +166,13 @@ def test_a_target_no_signal_reaches_ends_the_run_with_exit_3_and_the_stacks(tmp_
     assert "does not respond to the per-trace timeout" in done.stderr and "deaf_to_signals" not in done.stdout
     assert "toy_targets.py" in done.stderr  # the stuck thread's stack, with the target's frame
     assert time.perf_counter() - started < 30
+
+
+def test_a_budget_bounds_a_hanging_first_trace_to_the_timeout() -> None:
+    """The first trace's warm-up allowance (60 s) never outlasts what is left of a budget,
+    and the budget never cuts a trace below the timeout (10 s by default)."""
+    started = time.perf_counter()
+    cert = certify("toy_targets:hangs_in_receive", Options(budget=1.0, generators=("catalog",), minimize=False))
+    seconds = time.perf_counter() - started
+    assert cert.broken_count == {"hang": 1} and cert.budget_exhausted and cert.exit_code == 3
+    assert 9.0 < seconds < 10.0 + 5.0, seconds
