@@ -328,6 +328,8 @@ class Inspection:
     oracle_findings: list[Finding]
     reference_observations: list[Observation] = field(default_factory=list)
     libraries: list[LibraryResult] = field(default_factory=list)
+    # (response, item, call) -> what on the wire stopped the call (the parser's stop_causes)
+    stop_causes: dict[tuple[str, str, str], str] = field(default_factory=dict)
     library_selection: list[str] | None = None  # --library entries (None: every adapter)
 
     def no_library_reason(self) -> str | None:
@@ -455,7 +457,7 @@ def inspect_recording(
             if detection.protocol != protocol:
                 note = f"read as {protocol}, as --protocol says; the events look like {detection.protocol}"
     adapters = adapters_for(chosen, libraries)  # an unknown --library fails before any work
-    events, origins, error = _parse(chosen, recording)
+    events, origins, error, causes = _parse(chosen, recording)
     declared = dict(tools) if tools is not None else open_tools(events)
     trace = Trace(
         events=(DEFAULT_TURN, *events),
@@ -481,17 +483,21 @@ def inspect_recording(
         oracle_findings=[],
     )
     inspection.library_selection = None if libraries is None else list(libraries)
+    inspection.stop_causes = causes
     _run_reference(inspection)
     for name in adapters:
         inspection.libraries.append(_run_library(name, inspection, library_budget))
     return inspection
 
 
-def _parse(protocol: str, recording: Recording) -> tuple[list[Event], list[int | None], StreamError | None]:
+def _parse(
+    protocol: str, recording: Recording
+) -> tuple[list[Event], list[int | None], StreamError | None, dict[tuple[str, str, str], str]]:
     """The abstract events, each with the index of the payload that gave it (``None``: the
     end of the stream), and the error that stopped reading. The same policy as
     :func:`callsafe.providers.streams.parse_sse`: the first error, the parser's or the
-    reader's, stops reading, and the stream then ends unclean."""
+    reader's, stops reading, and the stream then ends unclean. Last: what on the wire stopped
+    each call the parser stopped (its ``stop_causes``)."""
     parser = registry.get(protocol).new_parser(DEFAULT_TURN.turn, FALLBACK_RESPONSE)
     events: list[Event] = []
     origins: list[int | None] = []
@@ -511,7 +517,7 @@ def _parse(protocol: str, recording: Recording) -> tuple[list[Event], list[int |
     tail = parser.finish(clean=recording.clean and error is None)
     events.extend(tail)
     origins.extend([None] * len(tail))
-    return events, origins, error
+    return events, origins, error, dict(parser.stop_causes)
 
 
 def _run_reference(inspection: Inspection) -> None:
@@ -545,7 +551,7 @@ def _run_reference(inspection: Inspection) -> None:
             where = inspection.where_of_step(runs[0].step)
         elif row is not None:
             outcome = "awaiting_confirmation" if decision == "awaiting_confirmation" else "refused"
-            reason = row[1]
+            reason = _with_cause(row[1], inspection, ident[1:])
             where = inspection.where_of_step(_row_step(run.observations, key))
         else:
             outcome, reason, where = "undecided", "no decision recorded", None
@@ -562,6 +568,16 @@ def _run_reference(inspection: Inspection) -> None:
                 executions=len(runs),
             )
         )
+
+
+def _with_cause(reason: str, inspection: Inspection, call: tuple[str, str, str]) -> str:
+    """The ledger's reason, with the rule on the wire that stopped the call: the parser's
+    cause for a stopped call, or the protocol violation that ended the stream for a call it
+    left disconnected (issue 18: "stopped: error" alone does not say which)."""
+    cause = inspection.stop_causes.get(call)
+    if cause is None and inspection.stream_error is not None and not inspection.stream_error.damaged:
+        cause = f"the stream was refused: {inspection.stream_error.kind} at {inspection.stream_error.where}"
+    return f"{reason} ({cause})" if cause else reason
 
 
 def _row_step(observations: Sequence[Observation], key: CallKey) -> int:

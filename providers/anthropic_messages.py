@@ -131,7 +131,7 @@ class AnthropicParser(Parser):
             self._end_response(message.id, reason)
         elif etype == "error" and self._message is not None:
             message, self._message = self._message, None
-            self._end_response(message.id, "error")
+            self._end_response(message.id, "error", "an error event from the server")
         # ping and unknown events carry nothing for calls
 
     def _open_message(self, etype: str) -> _Message:

@@ -234,6 +234,11 @@ class Parser(ABC):
         self._out: list[Event] = []
         self._broken = False
         self._finished = False
+        self.stop_causes: dict[tuple[str, str, str], str] = {}
+        """Per call key, what on the wire stopped the call, for every call given a terminal
+        event with a reason other than ``completed`` (``inspect`` shows it beside the
+        ledger's "stopped: error"): no finish reason, late data, an error payload, done
+        events that disagree with the deltas, the provider's stop reason."""
 
     # -- the contract ------------------------------------------------------------------
 
@@ -327,9 +332,11 @@ class Parser(ABC):
         if text:
             self._out.append(TextFragment(turn=self.turn, response=response, item=item, text=text))
 
-    def _terminal(self, state: CallState, reason: StopReason) -> None:
+    def _terminal(self, state: CallState, reason: StopReason, cause: str | None = None) -> None:
         """The call's own terminal event (emitted again, with the same id, when the wire
-        repeats it)."""
+        repeats it); ``cause`` says what on the wire stopped it (see :attr:`stop_causes`)."""
+        if reason != "completed":
+            self.stop_causes.setdefault(state.key, cause or f"the response's stop reason {reason!r}")
         state.ended = True
         self._out.append(
             CallTerminal(
@@ -345,17 +352,17 @@ class Parser(ABC):
     def _open_calls(self, response: str) -> list[CallState]:
         return [c for c in self._calls.values() if c.response == response and not c.ended]
 
-    def _stop_open_calls(self, response: str, reason: StopReason) -> None:
+    def _stop_open_calls(self, response: str, reason: StopReason, cause: str | None = None) -> None:
         """Every call of the response still open gets a terminal event with ``reason``."""
         for state in self._open_calls(response):
-            self._terminal(state, reason)
+            self._terminal(state, reason, cause)
 
-    def _end_response(self, response: str, reason: StopReason) -> None:
+    def _end_response(self, response: str, reason: StopReason, cause: str | None = None) -> None:
         """The response ended. A stop reason other than ``completed`` is the stop reason of
         every call still open; after ``completed``, a call still open never got its own
         terminal event and the model fails it on the :class:`ResponseTerminal`."""
         if reason != "completed":
-            self._stop_open_calls(response, reason)
+            self._stop_open_calls(response, reason, cause)
         self._responses[response] = True
         self._out.append(ResponseTerminal(turn=self.turn, response=response, reason=reason))
 

@@ -133,7 +133,7 @@ class ChatParser(Parser):
         if payload.get("error") is not None and payload.get("choices") is None:
             rid = self._rid(chunk_id)
             self._ended = True
-            self._end_response(rid, "error")
+            self._end_response(rid, "error", "an error payload from the server")
             return
         choices = opt_list(payload, "choices", what) or []
         for raw in choices:
@@ -232,9 +232,17 @@ class ChatParser(Parser):
         reason: StopReason = "error"
         if self._finish_reason is not None:
             reason = FINISH_REASONS.get(self._finish_reason, "error")
+        cause = (
+            "the stream ended without a finish_reason"
+            if self._finish_reason is None
+            else f"finish_reason {self._finish_reason!r}"
+        )
         for state in self._open_calls(self._response):
-            self._terminal(state, "error" if state.key in self._late else reason)
-        self._end_response(self._response, reason)
+            if state.key in self._late:
+                self._terminal(state, "error", "tool-call data after the finish_reason (late data)")
+            else:
+                self._terminal(state, reason, cause)
+        self._end_response(self._response, reason, cause)
 
 
 class ChatRenderer(Renderer):

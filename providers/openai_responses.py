@@ -199,7 +199,7 @@ class ResponsesParser(Parser):
         elif etype == "error":
             if self._current is not None and not self._current.ended:
                 self._current.ended = True
-                self._end_response(self._current.id, "error")
+                self._end_response(self._current.id, "error", "an error event from the server")
         elif self._current is not None and not self._current.ended:
             self._claim(self._current, seq, "")  # other events still use their sequence numbers
 
@@ -302,7 +302,11 @@ class ResponsesParser(Parser):
         self._complete_arguments(item, opt_str(body, "arguments", f"{etype}.item"))
         if opt_str(body, "status", f"{etype}.item") == "incomplete":
             return  # the response's end gives the reason
-        self._terminal(item.state, "error" if item.mismatch else "completed")
+        self._terminal(
+            item.state,
+            "error" if item.mismatch else "completed",
+            "the done events' arguments disagree with the deltas" if item.mismatch else None,
+        )
 
     def _response_end(self, payload: dict[str, Any], etype: str, reason: StopReason) -> None:
         rid = self._response_obj_id(payload, etype)

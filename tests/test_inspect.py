@@ -609,3 +609,29 @@ def test_inspect_lists_what_a_finish_reason_policy_refuses() -> None:
     assert call.arguments == {"amount": 1} and not call.would_execute and "max_tokens" in call.note
     (every,) = shown["anthropic:anthropic-messages:final+every-block"].presented
     assert every.arguments == {"amount": 1} and every.would_execute
+
+
+def test_a_stopped_call_says_which_rule_on_the_wire_stopped_it() -> None:
+    """Issue 18: the ledger's "stopped: error" alone does not say why; inspect adds the rule:
+    no finish reason, late data after it, an error payload, a refused stream."""
+
+    def chunk(tool: dict[str, Any] | None = None, finish: str | None = None, cid: str = "c1") -> dict[str, Any]:
+        delta = {"tool_calls": [tool]} if tool else {}
+        return {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    first = {"index": 0, "id": "a", "type": "function", "function": {"name": "pay", "arguments": '{"amount":1'}}
+    rest = {"index": 0, "function": {"arguments": "00}"}}
+    cases = {
+        "the stream ended without a finish_reason": [chunk(first), chunk(rest)],
+        "tool-call data after the finish_reason (late data)": [chunk(first, "tool_calls"), chunk(rest, "tool_calls")],
+        "an error payload from the server": [chunk(first), {"id": "c1", "error": {"message": "overloaded"}}],
+        "the stream was refused: ProtocolViolation at line 2": [chunk(first), chunk(finish="tool_calls", cid="c2")],
+    }  # fmt: skip
+    for cause, lines in cases.items():
+        data = "\n".join(json.dumps(line) for line in lines).encode()
+        (call,) = inspect_recording(read_recording(data), libraries=()).reference
+        assert call.outcome == "refused" and call.reason.endswith(f"({cause})"), (cause, call.reason)
