@@ -221,8 +221,12 @@ def argument_values(trace: Trace, records: Iterable[CallRecord]) -> set[str]:
 # --------------------------------------------------------------------------------------
 
 
-def _declared(spec: ToolSpec, names: set[str], numbers: set[str]) -> None:
-    stack: list[Any] = [spec.schema]
+def declared_names(schema: Any) -> set[str]:
+    """Every property name a JSON Schema declares (``properties`` keys, ``required``
+    entries), at any depth: words a line may hold of its own (and the reference
+    implementation's redaction keeps exactly these in what it logs)."""
+    names: set[str] = set()
+    stack: list[Any] = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, Mapping):
@@ -235,6 +239,11 @@ def _declared(spec: ToolSpec, names: set[str], numbers: set[str]) -> None:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+    return names
+
+
+def _declared(spec: ToolSpec, names: set[str], numbers: set[str]) -> None:
+    names.update(declared_names(spec.schema))
     for field_name, bound in spec.business.get("max", {}).items():
         names.add(str(field_name))
         numbers.add(str(bound))

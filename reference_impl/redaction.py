@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from callsafe.model.leaks import declared_names
+
 __all__ = ["copy_json", "declared_names", "redact_schema_problem"]
 
 _J = TypeVar("_J")
@@ -30,26 +32,6 @@ def copy_json(value: _J) -> _J:
 
 
 _CONTAINERS = (dict, list)
-
-
-def declared_names(schema: Any) -> set[str]:
-    """Every property name a JSON Schema declares (``properties`` keys, ``required``
-    entries), at any depth."""
-    names: set[str] = set()
-    stack: list[Any] = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Mapping):
-            props = node.get("properties")
-            if isinstance(props, Mapping):
-                names.update(str(k) for k in props)
-            required = node.get("required")
-            if isinstance(required, list):
-                names.update(str(r) for r in required)
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return names
 
 
 def redact_schema_problem(problem: str, schema: Mapping[str, Any]) -> str:

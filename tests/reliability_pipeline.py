@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import random
-import signal
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from typing import Any
 import jsonschema
 from capture_files import FOLDERS, capture_streams
 
+from callsafe.inspection.budget import OutOfTime, time_budget
 from callsafe.model.system import strict_parse
 from callsafe.model.vocabulary import (
     CallKey,
@@ -59,16 +59,11 @@ class Hang(Exception):
 def time_limit(seconds: float) -> Iterator[None]:
     """Raise :class:`Hang` in this (main) thread after ``seconds``."""
 
-    def fire(signum: int, frame: Any) -> None:
-        raise Hang(f"no answer within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        with time_budget(seconds):
+            yield
+    except OutOfTime:
+        raise Hang(f"no answer within {seconds} s") from None
 
 
 @cache
