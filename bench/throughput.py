@@ -34,6 +34,13 @@ fast.
   (``reference:sqlite``), side by side, :data:`DEFAULT_REPEAT` rounds: the Done-when of issue 20
   ("at least 5x faster than the as-shipped setup"). On a shared machine the file setup's wall
   time is mostly waiting for the disk, so it moves from run to run more than the CPU time.
+* **the concrete domain, before and after** (issue 16, item 5): the default certification
+  (what ``callsafe certify reference:memory`` runs: depth 3, 200 walks, minimisation on,
+  which finds nothing to minimise on the reference) with the plain domain of old
+  (``--domain plain``: one tenant, one tool, ``{"v":100}``, roomy caps) and with the rich
+  domain (:mod:`callsafe.generators.domain`), side by side; and the same pair over
+  ``reference`` (SQLite in memory: what ``make certify`` runs).
+  The rich domain must stay within 2x (``domain/...`` ratios: rich over plain, wall).
 
 The coverage suite (a graph search) and the z3-synthesised traces are built once per
 process and cached by the harness; the timed runs find them built, and the one-off cost of
@@ -78,6 +85,9 @@ QUICK_OPTIONS = Options(generators=("catalog", "walks"), walks=20, minimize=Fals
 # (5972 traces) one run against SQLite as shipped takes minutes (an fsync per claim), and a
 # benchmark that runs it a dozen times would occupy a shared machine's disk for an hour.
 FULL_OPTIONS = Options(depth=2, minimize=False)
+# What `callsafe certify` runs by default, and the same with the domain of old.
+DEFAULT_OPTIONS = Options()
+QUICK_DOMAIN_OPTIONS = Options(generators=("coverage", "walks"), walks=40)
 CHUNK = 256  # traces per run_traces call in process: the harness's partition size
 WORKERS = 2
 
@@ -284,6 +294,9 @@ def run(config: Config) -> Section:
             variants.append((label, _timed(functools.partial(certify, spec, opts), _check_certification(label, n))))
     pool = f"pool of {WORKERS} spawned workers: start and shut down"
     variants.append((pool, _pool_cycle(TARGETS["memory"][0])))
+    domain_pairs = _domain_pairs(config.quick)
+    for label, spec, opts, count in domain_pairs:
+        variants.append((label, _timed(functools.partial(certify, spec, opts), _check_certification(label, count))))
     best = best_of_prepared(variants, repeat, keep_gc=True)
     floor = best["floor: the oracle alone"]
 
@@ -316,6 +329,24 @@ def run(config: Config) -> Section:
                 _rate(n, without),
                 fmt_ratio(one.wall / without),
                 f"{one.cpu / 1e9:.1f} / {two.cpu / 1e9:.1f}",
+            ]
+        )
+
+    domain_rows = []
+    for k in range(0, len(domain_pairs), 2):
+        (plain_label, spec, opts, plain_n), (rich_label, _, _, rich_n) = domain_pairs[k : k + 2]
+        plain, rich = best[plain_label], best[rich_label]
+        key = f"domain/{'memory' if spec == TARGETS['memory'][0] else 'sqlite'}-depth{opts.depth}"
+        ratios[key] = rich.wall / plain.wall
+        ratios[f"{key}@cpu"] = rich.cpu / plain.cpu
+        domain_rows.append(
+            [
+                f"`{spec}`, depth {opts.depth}, {opts.walks} walks",
+                f"{plain_n} / {rich_n}",
+                f"{plain.wall / 1e9:.2f} / {rich.wall / 1e9:.2f}",
+                f"{plain.cpu / 1e9:.2f} / {rich.cpu / 1e9:.2f}",
+                fmt_ratio(rich.wall / plain.wall),
+                fmt_ratio(rich.cpu / plain.cpu),
             ]
         )
 
@@ -369,6 +400,17 @@ def run(config: Config) -> Section:
             ],
             speed_rows,
         ),
+        "",
+        "### The concrete domain: plain (before issue 16) against rich (now), side by side",
+        "",
+        "`certify` with `--domain plain` and with the default rich domain, everything else the same (the default",
+        "generators; the target's report is built as `callsafe certify` builds it). Rich over plain must stay",
+        "within 2x.",
+        "",
+        markdown_table(
+            ["certification", "traces, plain / rich", "wall s", "CPU s", "rich / plain wall", "rich / plain CPU"],
+            domain_rows,
+        ),
     ]
     if not config.quick:
         lines += ["", *_default_run(ratios)]
@@ -403,3 +445,18 @@ def _default_run(ratios: dict[str, float]) -> list[str]:
         f"SQLite in memory is **{fmt_ratio(disk.wall / ram.wall)}** faster than a file per trace (wall; "
         f"{fmt_ratio(disk.cpu / ram.cpu)} by CPU time).",
     ]
+
+
+def _domain_pairs(quick: bool) -> list[tuple[str, str, Options, int]]:
+    """The plain-then-rich certification pairs (label, target, options, traces): the
+    default certification of the memory store and of ``reference`` (SQLite in memory, as
+    ``make certify`` runs it); quick: coverage and 40 walks."""
+    options = QUICK_DOMAIN_OPTIONS if quick else DEFAULT_OPTIONS
+    out: list[tuple[str, str, Options, int]] = []
+    for store, opts in (("memory", options), ("SQLite in memory", options)):
+        spec = TARGETS[store][0]
+        for domain in ("plain", "rich"):
+            chosen = replace(opts, domain=domain)
+            count = len(_list_traces(chosen, spec))
+            out.append((f"default certify, {store}, {domain} domain", spec, chosen, count))
+    return out

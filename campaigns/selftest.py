@@ -3,7 +3,9 @@
 Why: the mutation score (caught mutants / all mutants) is the certifier's own test. A
 mutant is caught when certification finds any violation (or, when the mutant names the
 invariants expected to catch it, one of those); a mutant that slips through is a missing
-generator or checker, and the table says which.
+generator or checker, and the table says which. A correct variant (a choice the spec
+leaves open) is certified the same way and must pass: a violation there is a false alarm
+of the judge.
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ class MutantResult:
         if self.error is not None or not self.caught_by:
             return False
         return not self.mutant.expect or bool(set(self.mutant.expect) & set(self.caught_by))
+
+    @property
+    def ok(self) -> bool:
+        """What the selftest wants: a mutant caught (by its invariant), a correct variant
+        certified (nothing violated, no error)."""
+        if self.mutant.correct:
+            return self.error is None and not self.caught_by
+        return self.caught
 
     @classmethod
     def of(cls, mutant: Mutant, cert: Certification, seconds: float) -> MutantResult:
@@ -76,7 +86,8 @@ def run_selftest(
 
 
 def mutation_score(results: Sequence[MutantResult]) -> float | None:
-    """Caught / all, or None with no mutants."""
-    if not results:
+    """Caught / all mutants (correct variants are not mutants), or None with none."""
+    mutants = [r for r in results if not r.mutant.correct]
+    if not mutants:
         return None
-    return sum(r.caught for r in results) / len(results)
+    return sum(r.caught for r in mutants) / len(mutants)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MUTANTS", "Mutant", "registry"]
+__all__ = ["CORRECT_VARIANTS", "MUTANTS", "Mutant", "correct_variants", "registry"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,9 @@ class Mutant:
     target: str  # "module:factory", as for `callsafe certify`
     description: str = ""
     expect: tuple[str, ...] = ()
+    # A correct variant (a choice the spec leaves open): it must pass, and the selftest
+    # fails when the certifier blames it.
+    correct: bool = False
 
 
 def _zoo(name: str, factory: str, expect: tuple[str, ...], description: str) -> Mutant:
@@ -47,6 +50,162 @@ MUTANTS: list[Mutant] = [
 ]
 
 
+def _domain(name: str, cls: str, expect: tuple[str, ...], description: str) -> Mutant:
+    return Mutant(name, f"callsafe.targets.domain_mutants:{cls}", description, expect)
+
+
+# Written against the rich concrete domain (callsafe.generators.domain), one or more per
+# part of it: identities and tools, values and fragmentation, byte caps, and application
+# and operator events repeated, re-announced and followed by a restart.
+MUTANTS += [
+    # identities: tenants, shared ids, agent loops; tools with rules and confirmation
+    _domain(
+        "arguments-by-call-id",
+        "ArgumentsByCallId",
+        ("INV-EXACT-ARGS",),
+        "caches validated arguments by call id: another tenant's call with that id overwrites them",
+    ),
+    _domain(
+        "conversation-without-tenant",
+        "ConversationWithoutTenant",
+        ("LIVE-DISPATCH",),
+        "keys conversations by name: another tenant's turn supersedes this one",
+    ),
+    _domain("stop-every-tenant", "StopEveryTenant", ("LIVE-DISPATCH",), "a tenant stop reaches every tenant"),
+    _domain(
+        "confirm-another-turn",
+        "ConfirmAnotherTurn",
+        ("INV-CONFIRM",),
+        "matches a confirmation by ids whatever its turn: a confirmation of another turn runs this call",
+    ),
+    _domain(
+        "item-without-response",
+        "ItemWithoutResponse",
+        ("INV-LEDGER", "INV-EXACT-ARGS", "LIVE-DISPATCH"),
+        "keys buffers without the response: an agent loop's next call at index 0 is taken for the first",
+    ),
+    _domain(
+        "response-end-by-id",
+        "ResponseEndById",
+        ("LIVE-DISPATCH",),
+        "a response's end is recorded by id alone: another turn's response with that id ends too",
+    ),
+    _domain(
+        "skip-rules-when-confirmed",
+        "SkipRulesWhenConfirmed",
+        ("INV-VALIDATE-ONCE",),
+        "skips business rules for tools that need confirmation",
+    ),
+    _domain(
+        "rules-of-first-tool",
+        "RulesOfFirstTool",
+        ("INV-TERMINAL",),
+        "validates every tool with the business rules of the first tool validated",
+    ),
+    _domain(
+        "disable-new-calls-only",
+        "DisableNewCallsOnly",
+        ("INV-CANCEL", "INV-BOUNDED"),
+        "disabling a tool stops only calls opened after it (the stopped call's buffer stays open)",
+    ),
+    _domain(
+        "cached-catalog",
+        "CachedCatalog",
+        ("INV-CANCEL", "INV-BOUNDED"),
+        "reads tools through a cache a catalog change does not invalidate",
+    ),
+    # values and fragmentation
+    _domain(
+        "dedupe-by-text",
+        "DedupeByText",
+        ("INV-EXACT-ARGS",),
+        "drops a delta equal to the previous one: 111111 becomes 111",
+    ),
+    _domain(
+        "latin1-deltas",
+        "Latin1Deltas",
+        ("INV-EXACT-ARGS",),
+        "decodes a delta with multi-byte UTF-8 as Latin-1: é arrives as Ã©",
+    ),
+    # byte caps placed by the trace's own sizes
+    _domain("chars-for-bytes", "CharsForBytes", ("INV-BOUNDED",), "counts characters, not bytes, against the caps"),
+    _domain("cap-off-by-one", "CapOffByOne", ("INV-BOUNDED",), "refuses only two bytes over a cap"),
+    _domain(
+        "turn-cap-per-response",
+        "TurnCapPerResponse",
+        ("INV-BOUNDED",),
+        "counts the per-turn cap per response: an agent loop's responses each start at zero",
+    ),
+    _domain(
+        "turn-bytes-reset-on-restart",
+        "TurnBytesResetOnRestart",
+        ("INV-BOUNDED",),
+        "a turn's byte count starts at zero after a restart",
+    ),
+    # application and operator events: repeated, re-announced, then a restart
+    _domain(
+        "forget-quarantine-on-restart",
+        "ForgetQuarantineOnRestart",
+        ("INV-CANCEL", "INV-VALIDATE-ONCE"),
+        "quarantined responses are not reloaded at start: a new call there is validated",
+    ),
+    _domain(
+        "tenant-stop-sticks",
+        "TenantStopSticks",
+        ("LIVE-DISPATCH",),
+        "a stopped tenant's later turns are stopped too",
+    ),
+    _domain(
+        "latest-binding-wins",
+        "LatestBindingWins",
+        ("INV-TURN",),
+        "a turn announced again with another actor and tenant takes the latest binding",
+    ),
+    _domain("confirm-runs-again", "ConfirmRunsAgain", ("INV-ONCE",), "a repeated confirmation runs the tool again"),
+    _domain("deny-ignored", "DenyIgnored", ("INV-CONFIRM",), "a denial is ignored; a later confirmation runs the call"),
+    _domain(
+        "quarantine-only-collecting",
+        "QuarantineOnlyCollecting",
+        ("INV-CANCEL", "INV-BOUNDED"),
+        "a quarantine does not hold a call already waiting for confirmation",
+    ),
+    _domain(
+        "cancel-by-conversation",
+        "CancelByConversation",
+        ("LIVE-DISPATCH",),
+        "a cancel reaches every turn of the conversation's name, another tenant's too",
+    ),
+]
+
+# Correct variants: choices the spec leaves open. They must pass (selftest fails if the
+# certifier blames one: a false alarm).
+CORRECT_VARIANTS: list[Mutant] = [
+    Mutant(
+        "reject-out-of-order",
+        "callsafe.targets.domain_mutants:RejectOutOfOrder",
+        "fails a call when a fragment arrives below a position already received (the spec: reject or reassemble)",
+        correct=True,
+    ),
+    Mutant(
+        "defer-executions",
+        "callsafe.targets.domain_mutants:DeferExecutions",
+        "runs executions after the event that caused them was handled (an outbox)",
+        correct=True,
+    ),
+    Mutant(
+        "fail-doomed-early",
+        "callsafe.targets.domain_mutants:FailDoomedEarly",
+        "fails a call as soon as its text can never parse, not at its terminal event",
+        correct=True,
+    ),
+]
+
+
 def registry() -> list[Mutant]:
     """The registered mutants, in order."""
     return list(MUTANTS)
+
+
+def correct_variants() -> list[Mutant]:
+    """The registered correct variants, in order."""
+    return list(CORRECT_VARIANTS)

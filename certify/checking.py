@@ -25,6 +25,7 @@ from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT, first_trace_allowan
 from callsafe.certify.wire import ABSTRACT, NotRepresentable, not_applicable_reason, prepare, response_deferred_liveness
 from callsafe.contract.target import Target
 from callsafe.generators.coverage import reached_by_steps
+from callsafe.generators.domain import features
 from callsafe.generators.exhaustive import ExhaustiveStats
 from callsafe.generators.needs import needed_capabilities
 from callsafe.model.invariants import INVARIANTS
@@ -197,6 +198,7 @@ def _result(generator: str, index: int, name: str, checked: Checked, seconds: fl
         frozenset(got.transitions),
         frozenset(got.pairs),
         checked.trace if checked.judgement.violated or checked.judgement.broken else None,
+        features(checked.trace),
     )
 
 

@@ -44,6 +44,7 @@ class TraceResult:
     transitions: frozenset[Transition] = frozenset()
     pairs: frozenset[Pair] = frozenset()
     trace: Trace | None = None
+    features: frozenset[str] = frozenset()  # the parts of the concrete domain it holds
 
     @property
     def applicable(self) -> bool:

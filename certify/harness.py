@@ -41,6 +41,7 @@ Why it is shaped this way:
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import time
@@ -81,9 +82,10 @@ from callsafe.generators.coverage import (
     config_for,
     coverage_suite,
 )
+from callsafe.generators.domain import Domain
 from callsafe.generators.exhaustive import Bound
 from callsafe.generators.needs import exhaustive_controls
-from callsafe.generators.walks import walk_config
+from callsafe.generators.walks import walk_configs
 from callsafe.model.invariants import INVARIANTS
 from callsafe.model.vocabulary import Trace, TraceFormatError
 
@@ -128,6 +130,9 @@ EXIT_USAGE: Final = 2  # a usage error (click's own code)
 EXIT_TARGET_ERRORS: Final = 3  # the target raised or hung, and nothing was violated
 EXIT_INTERRUPTED: Final = 130  # Ctrl-C: a partial report was written, nothing violated so far
 BROKEN_KEPT: Final = 20  # broken traces kept in full (the report counts them all)
+# The concrete domains (callsafe.generators.domain): "rich", the default, or "plain", the
+# single domain of the generators before it (one tenant, one tool, {"v":100}, roomy caps).
+DOMAINS: Final = ("rich", "plain")
 # Traces per partition when workers share a run: a few seconds of work for a slow target
 # (SQLite: about 15 ms a trace), far more than a task's overhead for a fast one.
 PARTITION_SIZE: Final = 256
@@ -186,6 +191,7 @@ class Options:
     calls: int = 2
     turns: int = 2
     fragments: int = 2
+    domain: str = "rich"  # the concrete domain the generators draw from (DOMAINS)
     minimize: bool = True
     counterexamples: int = 1  # per invariant
     minimize_budget: float = 30.0  # seconds, all counterexamples together
@@ -208,6 +214,8 @@ class Options:
             raise ValueError("the traces generator runs the files of --traces DIR")
         if self.scenarios and not select_scenarios(self.scenarios):
             raise ValueError(f"no catalog scenario matches {', '.join(self.scenarios)} (callsafe scenarios list)")
+        if self.domain not in DOMAINS:
+            raise ValueError(f"unknown domain {self.domain!r}; known: {', '.join(DOMAINS)}")
         # the model's own Config says which sizes its explorer takes (the walks draw from it)
         Config(calls=self.calls, turns=self.turns, fragments=self.fragments)
         if self.partition_size is not None and self.partition_size < 1:
@@ -228,6 +236,7 @@ class Options:
             "calls": self.calls,
             "turns": self.turns,
             "fragments": self.fragments,
+            "domain": self.domain,
             "minimize": self.minimize,
             "counterexamples_per_invariant": self.counterexamples,
             "minimize_budget_seconds": self.minimize_budget,
@@ -270,6 +279,7 @@ class GeneratorStats:
     violated: dict[str, int] = field(default_factory=dict)  # invariant -> traces
     checked: dict[str, int] = field(default_factory=dict)  # invariant -> applicable traces
     info: dict[str, Any] = field(default_factory=dict)
+    covered: Counter[str] = field(default_factory=Counter)  # domain feature -> traces that ran
     total: int | None = None  # traces planned (for progress; not in the report)
     planned_at: float = 0.0  # time.perf_counter() when its planning began (for wall_seconds)
 
@@ -285,6 +295,7 @@ class GeneratorStats:
             "complete": self.complete,
             "violated": dict(sorted(self.violated.items())),
             **({"info": self.info} if self.info else {}),
+            **({"domain_covered": dict(sorted(self.covered.items()))} if self.covered else {}),
         }
 
 
@@ -407,6 +418,8 @@ def _plan(
 ) -> tuple[Iterator[Partition], int]:
     """A generator's traces, configured for what the target can take, as partitions of
     ``size`` traces (None: one partition), and how many traces there are."""
+    rich = options.domain == "rich"
+    domain = Domain.for_capabilities(capabilities, rich=rich and protocol == ABSTRACT)
     if name in ("catalog", WIRE_GENERATOR, ADVERSITIES_GENERATOR, "synthesis", "coverage", TRACES_GENERATOR):
         if name == "catalog":
             traces: Sequence[Trace] = [s.trace for s in select_scenarios(options.scenarios)]
@@ -426,15 +439,28 @@ def _plan(
             suite = _coverage_suite(config_for(capabilities), "business_validation" in capabilities)
             stats.info = suite.summary()
             traces = suite.traces
+            if domain.rich:  # the suite again, each path under every event treatment of the domain
+                traces = [*traces, *suite.dressed(domain)]
+                stats.info["domain"] = domain.to_json()
         return listed_partitions(name, traces, size), len(traces)
     if name == "walks":
-        config = walk_config(capabilities, calls=options.calls, turns=options.turns, fragments=options.fragments)
-        stats.info = {"config": config.to_json(), "seed": options.seed}
+        configs = walk_configs(
+            capabilities, calls=options.calls, turns=options.turns, fragments=options.fragments, rich=domain.rich
+        )
+        stats.info = {"config": configs[0].to_json(), "seed": options.seed}
+        if domain.rich:
+            stats.info["configs"] = [c.to_json() for c in configs]
+            stats.info["domain"] = domain.to_json()
         during = "business_validation" in capabilities
-        return walk_partitions(name, options.seed, options.walks, config, during, size), options.walks
+        walks = walk_partitions(
+            name, options.seed, options.walks, configs, during, size, domain if domain.rich else None
+        )
+        return walks, options.walks
     bound = exhaustive_bound(
         options.depth, capabilities, protocol, calls=options.calls, turns=options.turns, fragments=options.fragments
     )
+    if domain.rich:
+        bound = dataclasses.replace(bound, domain=domain)
     stats.info = {"bound": bound.to_json()}
     return exhaustive_partitions(name, bound, size)
 
@@ -616,6 +642,7 @@ def certify(
                 missing_counts[cap] = missing_counts.get(cap, 0) + 1
             return False
         stats.ran += 1
+        stats.covered.update(result.features)
         transitions.update(result.transitions)
         transition_hits.update(result.transitions)
         pairs.update(result.pairs)

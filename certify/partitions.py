@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from callsafe.formal.abstract import Config
+from callsafe.generators.domain import Domain
 from callsafe.generators.exhaustive import (
     Bound,
     ExhaustivePart,
@@ -72,11 +73,14 @@ class WalkRange:
     seed: int
     start: int
     count: int
-    config: Config
+    config: Config | tuple[Config, ...]
     during: bool
+    domain: Domain | None = None
 
     def generate(self, stats: ExhaustiveStats) -> Iterator[Trace]:
-        return random_walks(self.seed, self.count, self.config, during=self.during, start=self.start)
+        return random_walks(
+            self.seed, self.count, self.config, during=self.during, start=self.start, domain=self.domain
+        )
 
     def describe(self) -> str:
         return f"walks {self.start}-{self.start + self.count - 1} of seed {self.seed}"
@@ -136,13 +140,19 @@ def listed_partitions(generator: str, traces: Sequence[Trace], size: int | None)
 
 
 def walk_partitions(
-    generator: str, seed: int, count: int, config: Config, during: bool, size: int | None
+    generator: str,
+    seed: int,
+    count: int,
+    config: Config | tuple[Config, ...],
+    during: bool,
+    size: int | None,
+    domain: Domain | None = None,
 ) -> Iterator[Partition]:
     """``count`` walks of ``seed`` in ranges of ``size`` walk numbers."""
     step = size or max(count, 1)
     for number, start in enumerate(range(0, count, step)):
         n = min(step, count - start)
-        yield Partition(generator, number, start, n, WalkRange(seed, start, n, config, during))
+        yield Partition(generator, number, start, n, WalkRange(seed, start, n, config, during, domain))
 
 
 def exhaustive_partitions(generator: str, bound: Bound, size: int | None) -> tuple[Iterator[Partition], int]:

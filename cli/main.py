@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -233,6 +234,15 @@ def _default_report_dir(spec: str) -> Path:
 )
 @click.option("--fragments", default=2, show_default=True, help="Argument fragments per call (1-4).")
 @click.option(
+    "--domain",
+    type=click.Choice(["rich", "plain"]),
+    default="rich",
+    show_default=True,
+    help="The concrete domain the generated traces draw from: rich (tenants, agent loops, tools with rules and "
+    "confirmation, multi-byte values, caps at the trace's sizes, repeated events, restarts) or plain (one tenant, "
+    'one tool, {"v":100}, roomy caps: the domain of old).',
+)
+@click.option(
     "--report",
     "report_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -299,6 +309,7 @@ def certify_cmd(
     calls: int,
     turns: int,
     fragments: int,
+    domain: str,
     report_dir: Path | None,
     junit: Path | None,
     workers: int,
@@ -357,6 +368,7 @@ def certify_cmd(
         calls=calls,
         turns=turns,
         fragments=fragments,
+        domain=domain,
         workers=workers,
         scheduler=scheduler,
         partition_size=partition_size,
@@ -715,19 +727,28 @@ def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool) -
 @click.option("--budget", type=float, default=None, metavar="SECONDS", help="Budget per mutant.")
 @click.option("--depth", default=2, show_default=True, help="Exhaustive bound per mutant.")
 @click.option("--seed", default=0, show_default=True)
-def selftest_cmd(budget: float | None, depth: int, seed: int) -> None:
+@click.option(
+    "--correct-depth",
+    default=4,
+    show_default=True,
+    help="The correct variants must also pass at this exhaustive bound (0: only at --depth).",
+)
+def selftest_cmd(budget: float | None, depth: int, seed: int, correct_depth: int) -> None:
     """Certify every registered mutant (callsafe.campaigns.zoo) and print the mutation
     score: which invariant caught each mutant, how long it took, and the length of the
-    minimal counterexample. Exit status 0 only when every mutant was caught."""
+    minimal counterexample; then certify the correct variants, which must pass (at
+    --depth and at --correct-depth). Exit status 0 only when every mutant was caught and
+    every correct variant passed."""
     from callsafe.campaigns.selftest import mutation_score, run_selftest
-    from callsafe.campaigns.zoo import registry
+    from callsafe.campaigns.zoo import correct_variants, registry
     from callsafe.certify.harness import Options
 
     mutants = registry()
     if not mutants:
         console.print("no mutants registered (callsafe.campaigns.zoo.MUTANTS is empty): nothing to score")
         return
-    results = run_selftest(mutants, Options(budget=budget, depth=depth, seed=seed, counterexamples=1))
+    options = Options(budget=budget, depth=depth, seed=seed, counterexamples=1)
+    results = run_selftest(mutants, options)
     table = Table(title="mutation score")
     for col in ("mutant", "bug", "caught by (expected)", "also violated", "seconds", "minimal counterexample"):
         table.add_column(col)
@@ -751,7 +772,28 @@ def selftest_cmd(budget: float | None, depth: int, seed: int) -> None:
     score = mutation_score(results)
     n_caught = sum(r.caught for r in results)
     console.print(f"mutation score: {n_caught}/{len(results)} ({(score or 0) * 100:.0f}%)")
-    if n_caught != len(results):
+    variants = correct_variants()
+    depths = sorted({depth, correct_depth} - {0})
+    passed = 0
+    checked = 0
+    if variants:
+        vtable = Table(title="correct variants (must pass)")
+        for col in ("variant", "choice", "depth", "result", "seconds"):
+            vtable.add_column(col)
+        for d in depths:
+            for r in run_selftest(variants, dataclasses.replace(options, depth=d)):
+                checked += 1
+                passed += r.ok
+                if r.error:
+                    verdict = f"[red]error: {r.error}[/red]"
+                elif r.caught_by:
+                    verdict = f"[red]blamed: {', '.join(r.caught_by)} (a false alarm)[/red]"
+                else:
+                    verdict = "passed"
+                vtable.add_row(r.mutant.name, r.mutant.description, str(d), verdict, f"{r.seconds:.2f}")
+        console.print(vtable)
+        console.print(f"correct variants: {passed}/{checked} passed")
+    if n_caught != len(results) or passed != checked:
         sys.exit(1)
 
 

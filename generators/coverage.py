@@ -22,14 +22,16 @@ from the oracle's step-by-step account (``Semantics.steps``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from callsafe.formal.abstract import AbsState, Action, Config, SystemModel, TableEntry
 from callsafe.formal.graph import Exploration, explore
 from callsafe.generators.concretise import INTERNAL_ACTIONS, concretisable, concretise
+from callsafe.generators.domain import Domain, Variant
 from callsafe.generators.needs import model_controls
 from callsafe.model.lifecycle import TRANSITIONS, CallEvent, State
 from callsafe.model.system import run_semantics
@@ -197,6 +199,38 @@ class CoverageSuite:
     abstract_pairs: set[Pair]
     not_reached: list[_Target]  # aimed at, but no concrete trace reached them
     paths_tried: int
+    # the abstract path of each trace (``(action, state after)`` pairs from ``initial``),
+    # so that the suite can be concretised again under another variant of the domain
+    paths: list[list[tuple[Action, AbsState]]] = field(default_factory=list)
+    initial: AbsState | None = None
+
+    def concretised(self, variants: Sequence[Variant]) -> list[Trace]:
+        """The suite's paths concretised again, path ``k`` under ``variants[k % len]``
+        (the traces as they are when there are no variants)."""
+        if not variants or self.initial is None:
+            return list(self.traces)
+        return [
+            concretise(self.config, self.initial, path, variants[k % len(variants)])
+            for k, path in enumerate(self.paths)
+        ]
+
+    def dressed(self, domain: Domain) -> list[Trace]:
+        """Every path once under each value of the domain's ``events`` axis (repeated,
+        re-announced, continued after a stop, followed by a restart and a reused call),
+        the other axes taking the next values of :meth:`Domain.nth`'s round robin that
+        keep the path's verdicts. Why every path under every event treatment: each path
+        takes one transition (a stop, a refusal, a confirmation) the shortest way, so
+        this is where each control meets each treatment at least once, for a few
+        hundred short traces."""
+        if self.initial is None:
+            return []
+        treatments = dict(domain.choices)["events"]
+        out: list[Trace] = []
+        for k, path in enumerate(self.paths):
+            for j, events in enumerate(treatments):
+                variant = dataclasses.replace(domain.nth(k * len(treatments) + j, faithful=True), events=events)
+                out.append(concretise(self.config, self.initial, path, variant))
+        return out
 
     def summary(self) -> dict[str, object]:
         return {
@@ -276,10 +310,14 @@ def coverage_suite(
                     q.append(succ)
         return None
 
+    paths: dict[int, list[tuple[Action, AbsState]]] = {}
+
     def credit(path: list[_Edge]) -> tuple[Trace, Reached]:
         nonlocal tried
         tried += 1
-        trace = concretise(exploration.config, exploration.initial, [(e.action, e.target) for e in path])
+        steps = [(e.action, e.target) for e in path]
+        trace = concretise(exploration.config, exploration.initial, steps)
+        paths[id(trace)] = steps
         got = reached([trace])
         return trace, got
 
@@ -337,7 +375,17 @@ def coverage_suite(
                 continue
         not_reached.append(target)
 
-    return CoverageSuite(exploration.config, traces, total, abstract_t, abstract_p, not_reached, tried)
+    return CoverageSuite(
+        exploration.config,
+        traces,
+        total,
+        abstract_t,
+        abstract_p,
+        not_reached,
+        tried,
+        [paths[id(t)] for t in traces],
+        exploration.initial,
+    )
 
 
 def config_for(capabilities: frozenset[str]) -> Config:

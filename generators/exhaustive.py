@@ -25,12 +25,24 @@ out-of-order delivery).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
+from callsafe.generators.domain import (
+    OTHER_TENANT,
+    PLAIN,
+    Domain,
+    Variant,
+    place_limits,
+    split_pieces,
+    tool_specs,
+)
+from callsafe.generators.domain import document as rich_document
+from callsafe.model.system import utf8_len
 from callsafe.model.vocabulary import (
     CallOpened,
     CallTerminal,
@@ -119,6 +131,9 @@ class Bound:
     controls: frozenset[str] = field(default_factory=frozenset)
     restarts: int = 0
     length: int = 3
+    # The concrete domain each trace draws its data, identities and caps from (a variant
+    # per trace, drawn from a hash of its label); the plain domain by default.
+    domain: Domain = field(default_factory=lambda: Domain.for_capabilities(frozenset(), rich=False))
 
     def __post_init__(self) -> None:
         unknown = set(self.controls) - set(CONTROLS)
@@ -140,7 +155,7 @@ class Bound:
         return tuple(name for control, name in _GLOBAL_BY_CONTROL.items() if control in self.controls)
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "calls": self.calls,
             "turns": self.turns,
             "fragments": self.fragments,
@@ -148,6 +163,9 @@ class Bound:
             "restarts": self.restarts,
             "length": self.length,
         }
+        if self.domain.rich:
+            out["domain"] = self.domain.to_json()
+        return out
 
 
 @dataclass
@@ -181,40 +199,83 @@ class _Concretiser:
     current at their first mention, as in :class:`~callsafe.model.builder.TraceBuilder`)."""
 
     bound: Bound
+    variant: Variant = PLAIN
     events: list[Event] = field(default_factory=list)
     turn_no: int = 1
     binding: dict[int, str] = field(default_factory=dict)
+    limits: Limits = LIMITS
+
+    def __post_init__(self) -> None:
+        if not self.variant.plain:
+            sizes = [utf8_len(rich_document(i, self.variant)) for i in range(self.bound.calls)]
+            self.limits = place_limits(self.variant, sizes, [sum(sizes)])
 
     def turn(self) -> str:
         return f"t{self.turn_no}"
 
+    def tenant(self, turn_no: int | None = None) -> str:
+        """Under the ``tenants`` identities, even turns belong to another tenant (in a
+        conversation of the same name, with the same response, item and call ids)."""
+        n = self.turn_no if turn_no is None else turn_no
+        return OTHER_TENANT if self.variant.identities == "tenants" and n % 2 == 0 else "acme"
+
     def call(self, i: int) -> tuple[str, str, str, str]:
         turn = self.binding.setdefault(i, self.turn())
+        ids = self.variant.identities
+        if ids in ("shared-ids", "tenants"):
+            return turn, "resp", str(i), f"call_{i}"
+        if ids == "agent-loop":
+            return turn, f"r-{turn}-{i}", "0", "call_0"
         return turn, f"r-{turn}", f"i-c{i}", f"c{i}"
 
+    def responses(self) -> list[str]:
+        """The current turn's responses (an agent loop has one per call)."""
+        turn, ids = self.turn(), self.variant.identities
+        if ids in ("shared-ids", "tenants"):
+            return ["resp"]
+        if ids == "agent-loop":
+            return [f"r-{turn}-{i}" for i, t in sorted(self.binding.items()) if t == turn] or [f"r-{turn}-0"]
+        return [f"r-{turn}"]
+
+    def tool(self, name: str, i: int) -> str:
+        if self.variant.plain or self.variant.tools == "one":
+            return "op" if name == "open" else "op_confirm"
+        if name == "open":
+            return "pay" if i % 2 else "op"
+        return "refund" if i % 2 else "wire"
+
+    def piece(self, i: int, k: int) -> str:
+        if self.variant.plain:
+            return piece(i, k, self.bound.fragments)
+        return split_pieces(rich_document(i, self.variant), self.bound.fragments, self.variant)[k]
+
     def add(self, inst: Instance) -> None:
+        for event in self.events_of(inst):
+            self.events.append(event)
+
+    def events_of(self, inst: Instance) -> list[Event]:
         name, i = inst
         b = self.bound
         event: Event
         if name == "turn":
             self.turn_no += 1
-            event = TurnStarted(self.turn(), "u1", "acme")
+            event = TurnStarted(self.turn(), "u1", self.tenant())
         elif name == "cancel":
             event = CancelTurn(self.turn())
         elif name == "disconnect":
-            event = Disconnect(self.turn(), f"r-{self.turn()}")
+            return [Disconnect(self.turn(), r) for r in self._responses(lambda: [f"r-{self.turn()}"])]
         elif name == "response_end":
-            event = ResponseTerminal(self.turn(), f"r-{self.turn()}")
+            return [ResponseTerminal(self.turn(), r) for r in self._responses(lambda: [f"r-{self.turn()}"])]
         elif name == "quarantine":
-            event = QuarantineResponse(f"r-{self.turn()}")
+            return [QuarantineResponse(r) for r in self._responses(lambda: [f"r-{self.turn()}"])]
         elif name == "disable_tool":
-            event = DisableTool("op")
+            return [DisableTool(t) for t in self.tool_names()]
         elif name == "stop_tenant":
             event = StopTenant("acme")
         elif name == "stop_during_validation":
             event = StopTenant("acme", during_validation=True)
         elif name == "catalog_change":
-            event = ToolChanged("op", "rename", "op_v2")
+            return [ToolChanged(t, "rename", f"{t}_v2") for t in self.tool_names()]
         elif name == "restart":
             event = Restart()
         elif name == "replay":
@@ -222,14 +283,14 @@ class _Concretiser:
         else:
             turn, response, item, call = self.call(i)
             if name in ("open", "open_confirm"):
-                event = CallOpened(turn, response, item, call, "op" if name == "open" else "op_confirm")
+                event = CallOpened(turn, response, item, call, self.tool(name, i))
             elif name.startswith("fragment") and name[len("fragment") :].isdigit():
                 k = int(name[len("fragment") :])
-                event = Fragment(turn, response, item, call, k, piece(i, k, b.fragments))
+                event = Fragment(turn, response, item, call, k, self.piece(i, k))
             elif name == "fragment_conflict":
                 event = Fragment(turn, response, item, call, 0, "[")
             elif name == "fragment_over_limit":
-                event = Fragment(turn, response, item, call, b.fragments, " " * (LIMITS.call_bytes + 1))
+                event = Fragment(turn, response, item, call, b.fragments, " " * (self.limits.call_bytes + 1))
             elif name == "terminal":
                 event = CallTerminal(turn, response, item, call, f"end-{turn}-{call}")
             elif name == "terminal_length":
@@ -238,14 +299,25 @@ class _Concretiser:
                 event = Confirm(turn, response, item, call, name == "confirm")
             else:  # pragma: no cover - the templates are the names above
                 raise ValueError(f"unknown template {name!r}")
-        self.events.append(event)
+        return [event]
+
+    def _responses(self, plain: Callable[[], list[str]]) -> list[str]:
+        return plain() if self.variant.plain else self.responses()
+
+    def tool_names(self) -> list[str]:
+        return list(_tools(self.bound, self.variant))
 
 
-def _tools(bound: Bound) -> dict[str, ToolSpec]:
-    tools = {"op": ToolSpec(schema=SCHEMA)}
+def _tools(bound: Bound, variant: Variant = PLAIN) -> dict[str, ToolSpec]:
+    if variant.plain:
+        tools = {"op": ToolSpec(schema=SCHEMA)}
+        if "confirmation" in bound.controls:
+            tools["op_confirm"] = ToolSpec(schema=SCHEMA, confirm=True)
+        return tools
+    names = ["op", "pay"] if variant.tools == "mixed" else ["op"]
     if "confirmation" in bound.controls:
-        tools["op_confirm"] = ToolSpec(schema=SCHEMA, confirm=True)
-    return tools
+        names += ["wire", "refund"] if variant.tools == "mixed" else ["op_confirm"]
+    return tool_specs(names)
 
 
 def _label(inst: Instance) -> str:
@@ -253,18 +325,33 @@ def _label(inst: Instance) -> str:
     return name if i < 0 else f"{name}(c{i})"
 
 
+@functools.lru_cache(maxsize=1024)
+def _data_axes(variant: Variant) -> Variant:
+    """``variant`` on the data axes only: the enumeration already holds every order and
+    repetition of events."""
+    return dataclasses.replace(variant, order="in-order", events="once")
+
+
+@functools.lru_cache(maxsize=64)
+def _bound_label(bound: Bound) -> str:
+    return str(bound.to_json())
+
+
 def build_trace(bound: Bound, instances: list[Instance]) -> Trace:
     """The trace of a template sequence (after the first turn start)."""
-    c = _Concretiser(bound)
+    name = "exhaustive: " + " ".join(_label(x) for x in instances)
+    variant = _data_axes(bound.domain.hashed(name)) if bound.domain.rich else PLAIN
+    c = _Concretiser(bound, variant)
     c.events.append(TurnStarted("t1", "u1", "acme"))
     for inst in instances:
         c.add(inst)
+    where = "" if variant.plain else f", domain {variant.describe()}"
     return Trace(
         events=tuple(c.events),
-        tools=_tools(bound),
-        limits=LIMITS,
-        name="exhaustive: " + " ".join(_label(x) for x in instances),
-        source=f"exhaustive enumeration, bound {bound.to_json()}",
+        tools=_tools(bound, variant),
+        limits=c.limits,
+        name=name,
+        source=f"exhaustive enumeration, bound {_bound_label(bound)}{where}",
     )
 
 

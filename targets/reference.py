@@ -169,6 +169,9 @@ class ReferenceTarget:
     name = "reference"
     protocol = "abstract"
     capabilities: frozenset[str] = CAPABILITIES
+    # The assembler core this target boots (the mutant zoo swaps in a subclass of it with
+    # one small change, and everything around it stays the shipped reference).
+    core_class: type[Core] = Core
 
     def __init__(
         self,
@@ -306,7 +309,7 @@ class ReferenceTarget:
         env = self._env
         assert env is not None
         store = self._store = self._open_store()
-        core = self.core = Core(env.tools, env.limits, store.load(), scan_every=self._scan_every)
+        core = self.core = self.core_class(env.tools, env.limits, store.load(), scan_every=self._scan_every)
         self.driver = Driver(
             core,
             store,

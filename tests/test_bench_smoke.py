@@ -149,6 +149,9 @@ def test_quick_throughput_run_reports_every_variant_against_the_oracle(tmp_path:
     assert "## Certification throughput" in text and "(quick)" in text
     assert "floor: the oracle alone" in text
     assert "certify, SQLite in memory, workers=2" in text and "certify, SQLite file, workers=2" in text
+    for pair in ("domain/memory-depth3", "domain/sqlite-depth3"):  # quick: both at the default depth
+        assert ratios[pair] > 0 and ratios[f"{pair}@cpu"] > 0, pair
+    assert "plain (before issue 16) against rich" in text
     assert "pool's fixed" in text and "traces/s" in text
 
 

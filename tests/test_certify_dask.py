@@ -29,8 +29,9 @@ from callsafe.certify.harness import (
 from callsafe.certify.targets import describe, resolve_target
 from callsafe.cli.main import main
 from callsafe.generators.catalog import CATALOG
+from callsafe.generators.domain import Domain
 from callsafe.generators.exhaustive import ExhaustiveStats, exhaustive_traces
-from callsafe.generators.walks import random_walks, walk_config
+from callsafe.generators.walks import random_walks, walk_configs
 from callsafe.reporting.report import comparable_text, report_json
 
 SMALL = Options(depth=2, walks=40, generators=("catalog", "walks", "exhaustive"), minimize=True)
@@ -79,7 +80,8 @@ def test_partitions_on_the_cluster_run_every_trace_exactly_once(cluster: Any) ->
     whole = ExhaustiveStats()
     bound = exhaustive_bound(2, info.capabilities)
     expected = [("catalog", i, s.trace.name) for i, s in enumerate(CATALOG)]
-    expected += [("walks", i, t.name) for i, t in enumerate(random_walks(0, 30, walk_config(info.capabilities)))]
+    walks = random_walks(0, 30, walk_configs(info.capabilities), domain=Domain.for_capabilities(info.capabilities))
+    expected += [("walks", i, t.name) for i, t in enumerate(walks)]
     expected += [("exhaustive", i, t.name) for i, t in enumerate(exhaustive_traces(bound, whole))]
     assert len(ran) == len(set(ran)) == len(expected), "a trace ran twice, or one was skipped"
     assert ran == expected  # same traces, same (generator, index), merged in order

@@ -66,7 +66,7 @@ USER_TARGET = textwrap.dedent(
                 self.ended.add((ev.turn, ev.response))
             if not hasattr(ev, "call") or ev.turn not in self.turns:
                 for call in self.calls.values():
-                    if isinstance(ev, ResponseTerminal) and call["key"][1:3] == (ev.turn, ev.response):
+                    if isinstance(ev, ResponseTerminal) and call["key"][:2] == (ev.turn, ev.response):
                         call["state"] = "failed" if call["state"] == "open" else call["state"]
                 return
             ident = (ev.turn, ev.response, ev.item, ev.call)

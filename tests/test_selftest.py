@@ -3,14 +3,19 @@ caught by the invariant its bug is about, with a counterexample of at most a doz
 
 from __future__ import annotations
 
-from callsafe.campaigns.selftest import mutation_score, run_selftest
-from callsafe.campaigns.zoo import registry
+import importlib
+
+import pytest
+
+from callsafe.campaigns.selftest import MutantResult, mutation_score, run_selftest
+from callsafe.campaigns.zoo import correct_variants, registry
 from callsafe.certify.harness import Options
+from callsafe.model.invariants import BY_ID
 
 
 def test_every_mutant_is_caught_by_its_invariant_with_a_small_counterexample() -> None:
     mutants = registry()
-    assert len(mutants) >= 12
+    assert len(mutants) >= 35
     results = run_selftest(mutants, Options(depth=2, seed=0, counterexamples=1))
     missed = {r.mutant.name: (r.caught_by, r.error) for r in results if not r.caught}
     assert missed == {}
@@ -24,3 +29,63 @@ def test_the_reference_itself_is_not_a_mutant() -> None:
 
     cert = certify("reference:memory", Options(depth=1, seed=0, generators=("catalog",)))
     assert cert.ok and cert.violated == []
+
+
+def test_the_zoo_names_real_invariants_and_its_domain_mutants_cover_every_part_of_the_domain() -> None:
+    mutants = registry()
+    assert all(m.expect and set(m.expect) <= set(BY_ID) for m in mutants)
+    assert len({m.name for m in mutants}) == len(mutants)
+    domain = {m.name for m in mutants if "domain_mutants" in m.target}
+    # at least one per part of the rich domain: identities/tools, values, caps, events
+    for part in (
+        {"arguments-by-call-id", "item-without-response", "skip-rules-when-confirmed"},
+        {"dedupe-by-text", "latin1-deltas"},
+        {"chars-for-bytes", "cap-off-by-one", "turn-cap-per-response", "turn-bytes-reset-on-restart"},
+        {"forget-quarantine-on-restart", "latest-binding-wins", "confirm-runs-again", "tenant-stop-sticks"},
+    ):
+        assert part <= domain
+
+
+def test_the_domain_mutants_are_missed_by_the_plain_domain() -> None:
+    """What the rich domain buys: these bugs pass a certification whose traces come
+    from the domain of old (one tenant, one tool, {"v":100}, roomy caps). (Latin-1
+    decoding is not among them: the synthesised fragmentations carry multi-byte text.)"""
+    names = {"arguments-by-call-id", "dedupe-by-text", "chars-for-bytes", "turn-cap-per-response"}
+    chosen = [m for m in registry() if m.name in names]
+    plain = run_selftest(chosen, Options(depth=2, seed=0, minimize=False, domain="plain"))
+    assert {r.mutant.name for r in plain if r.caught} == set()
+    rich = run_selftest(chosen, Options(depth=2, seed=0, minimize=False))
+    assert {r.mutant.name for r in rich if r.caught} == names
+
+
+# The oracle allows rejecting out-of-order positions on the confirmation path only once it
+# runs the spec-silent readings (model.system.Reading, issue 16 item 2); until then the
+# judge blames that correct variant with LIVE-DISPATCH ("a valid call was never put up
+# for confirmation"), a false alarm of the judge, not of the variant.
+_READINGS = hasattr(importlib.import_module("callsafe.model.system"), "Reading")
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+@pytest.mark.parametrize("name", [v.name for v in correct_variants()])
+def test_correct_variants_pass(depth: int, name: str, request: pytest.FixtureRequest) -> None:
+    """Choices the spec leaves open (reject out-of-order positions, an outbox of
+    executions, failing a doomed call early) are certified like mutants and must pass:
+    a violation is a false alarm. (``callsafe selftest`` also runs them at depth 4.)"""
+    if name == "reject-out-of-order" and not _READINGS:
+        request.applymarker(pytest.mark.xfail(reason="the judge's out-of-order may does not reach confirmation"))
+    (variant,) = [v for v in correct_variants() if v.name == name]
+    assert variant.correct
+    (result,) = run_selftest([variant], Options(depth=depth, seed=0, minimize=False))
+    assert result.ok, (result.caught_by, result.error)
+
+
+def test_there_are_three_correct_variants() -> None:
+    assert {v.name for v in correct_variants()} >= {"reject-out-of-order", "defer-executions", "fail-doomed-early"}
+
+
+def test_a_correct_variant_that_is_blamed_fails_the_selftest() -> None:
+    variant = correct_variants()[0]
+    blamed = MutantResult(variant, ["LIVE-DISPATCH"], 0.0, 5)
+    assert not blamed.ok
+    assert MutantResult(variant, [], 0.0, None).ok
+    assert mutation_score([MutantResult(variant, [], 0.0, None)]) is None

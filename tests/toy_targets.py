@@ -187,7 +187,7 @@ class SimpleAssembler:
     def start(self, env: TargetEnv) -> None:
         self.env = env
         self.turns: dict[str, _Turn] = {}
-        self.current: dict[str, str] = {}
+        self.current: dict[tuple[str, str], str] = {}  # (tenant, conversation) -> turn
         self.buffers: dict[tuple[str, str, str, str], _Buffer] = {}
         self.terminal_ids: set[str] = set()
         self.ended: set[tuple[str, str]] = set()
@@ -203,7 +203,7 @@ class SimpleAssembler:
 
     def _live(self, turn: str) -> bool:
         t = self.turns.get(turn)
-        return t is not None and t.live and self.current.get(t.conversation) == turn
+        return t is not None and t.live and self.current.get((t.tenant, t.conversation)) == turn
 
     def _stop(self, select: Any, state: str, including_validating: bool = True) -> None:
         for buf in self.buffers.values():
@@ -236,12 +236,15 @@ class SimpleAssembler:
         if isinstance(ev, TurnStarted):
             if ev.turn in self.turns:
                 return
-            older = {t for t, rec in self.turns.items() if rec.conversation == ev.conversation}
+            # conversations are per tenant: another tenant's conversation of the same name is another
+            older = {
+                t for t, rec in self.turns.items() if (rec.tenant, rec.conversation) == (ev.tenant, ev.conversation)
+            }
             self._stop(lambda b: b.key.turn in older, "cancelled")
             for t in older:
                 self.turns[t].live = False
             self.turns[ev.turn] = _Turn(ev.actor, ev.tenant, ev.conversation, ev.traceparent)
-            self.current[ev.conversation] = ev.turn
+            self.current[(ev.tenant, ev.conversation)] = ev.turn
         elif isinstance(ev, CancelTurn):
             if self.honour_cancel and ev.turn in self.turns:
                 self.turns[ev.turn].live = False
