@@ -73,6 +73,11 @@ def test_correct_variants_pass(depth: int, name: str, request: pytest.FixtureReq
     a violation is a false alarm. (``callsafe selftest`` also runs them at depth 4.)"""
     if name == "reject-out-of-order" and not _READINGS:
         request.applymarker(pytest.mark.xfail(reason="the judge's out-of-order may does not reach confirmation"))
+    if name == "fail-doomed-early":
+        # A false alarm of the judge, reported to its owner: INV-LEDGER wants the stream's
+        # terminal reason in the last ledger row of a call that was failed (doomed) before
+        # its terminal event arrived (catalog 'glued-calls-in-one-buffer', shrunk to 5 events).
+        request.applymarker(pytest.mark.xfail(reason="INV-LEDGER blames a call failed before its terminal event"))
     (variant,) = [v for v in correct_variants() if v.name == name]
     assert variant.correct
     (result,) = run_selftest([variant], Options(depth=depth, seed=0, minimize=False))
