@@ -150,6 +150,12 @@ MUTANTS += [
         "quarantined responses are not reloaded at start: a new call there is validated",
     ),
     _domain(
+        "forget-disable-on-restart",
+        "ForgetDisableOnRestart",
+        ("INV-CONFIRM",),
+        "disabled tools are not reloaded at start: a call of one is validated and put up for confirmation",
+    ),
+    _domain(
         "tenant-stop-sticks",
         "TenantStopSticks",
         ("LIVE-DISPATCH",),

@@ -670,6 +670,7 @@ _ALL_MUTANTS: tuple[type[_Mutant], ...] = (
     TurnCapPerResponse,
     TurnBytesResetOnRestart,
     ForgetQuarantineOnRestart,
+    ForgetDisableOnRestart,
     TenantStopSticks,
     LatestBindingWins,
     ConfirmRunsAgain,
@@ -678,11 +679,7 @@ _ALL_MUTANTS: tuple[type[_Mutant], ...] = (
     CancelByConversation,
 )
 FACTORIES: dict[str, type[_Mutant]] = {cls.name: cls for cls in _ALL_MUTANTS}
-# Not in the zoo yet: after a restart it business-validates (and puts up for confirmation)
-# a call of a disabled tool, which the store's claim still refuses. The judge of this
-# tree does not relate a validation or a confirmation request to the model's refusal, so
-# no invariant names it; it joins the zoo when the judge does.
-PENDING: dict[str, type[_Mutant]] = {ForgetDisableOnRestart.name: ForgetDisableOnRestart}
+
 CORRECT_FACTORIES: dict[str, type[_Mutant]] = {
     cls.name: cls for cls in (RejectOutOfOrder, DeferExecutions, FailDoomedEarly)
 }
