@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -104,12 +105,41 @@ def test_an_unmodified_openai_sdk_program_is_certified_in_wire_mode_over_http() 
     assert run is not None and any(o.kind == "executed" for o in run.observations)
 
 
+NODE_EXAMPLE = NODE_DIR / "dist" / "examples" / "naive-assembler.js"
+TYPESCRIPT_SOURCES = sorted([*(NODE_DIR / "src").glob("*.ts"), *(NODE_DIR / "examples").glob("*.ts")])
+
+
+def _assert_built_from_the_sources() -> None:
+    """A stale build would certify old code: the compiled JavaScript must be newer than
+    every TypeScript source."""
+    built = min(p.stat().st_mtime for p in (NODE_DIR / "dist").rglob("*.js"))
+    assert built >= max(p.stat().st_mtime for p in TYPESCRIPT_SOURCES), (
+        "adapters/node/dist is older than its TypeScript sources: run `npm run build` in adapters/node"
+    )
+
+
 @pytest.mark.skipif(
-    shutil.which("node") is None or not (NODE_DIR / "node_modules" / "openai").is_dir(),
+    shutil.which("node") is None or not (NODE_DIR / "node_modules" / "typescript").is_dir(),
     reason="node, or adapters/node's packages (npm ci in adapters/node), not installed",
 )
+def test_the_typescript_helper_and_example_compile_under_strict() -> None:
+    tsc = NODE_DIR / "node_modules" / ".bin" / "tsc"
+    done = subprocess.run(
+        [str(tsc), "--noEmit", "--strict", "-p", str(NODE_DIR)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    config = json.loads((NODE_DIR / "tsconfig.json").read_text(encoding="utf-8"))
+    assert config["compilerOptions"]["strict"] is True  # `npm run build` compiles strict too
+    assert {p.name for p in TYPESCRIPT_SOURCES} >= {"callsafe-target.ts", "naive-assembler.ts"}
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or not (NODE_DIR / "node_modules" / "openai").is_dir() or not NODE_EXAMPLE.is_file(),
+    reason="node, adapters/node's packages or its build (npm ci && npm run build in adapters/node) missing",
+)
 def test_the_naive_node_assembler_is_caught_with_a_replayable_counterexample(tmp_path: Path) -> None:
-    spec = f"exec:node {NODE_DIR / 'examples' / 'naive-assembler.mjs'}"
+    _assert_built_from_the_sources()
+    spec = f"exec:node {NODE_EXAMPLE}"
     cert = certify(spec, WIRE)
     assert "INV-TERMINAL" in cert.violated
     reports = write_reports(cert, tmp_path)

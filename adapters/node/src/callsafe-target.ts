@@ -1,0 +1,384 @@
+// The target side of the callsafe target protocol (version 1) for Node.js programs, in
+// TypeScript. `npm run build` compiles it to dist/src/callsafe-target.js (Node 20 runs the
+// compiled JavaScript; it cannot run .ts itself).
+//
+// callsafe runs your program as `exec:node your-target.js` and speaks newline-delimited
+// JSON on its stdin and stdout (docs/target-protocol.md). This module is the whole program
+// side: `serve({...})` answers the handshake, builds a fresh target for every trace, hands
+// it an `env` whose `execute`, `validate` and `observe` are messages to callsafe (the
+// executor and the business validator stay callsafe's), and delivers events, wire payloads
+// and restarts. Nothing but messages may go to stdout: console.log is sent to stderr.
+//
+// The message types below follow docs/target-protocol.schema.json (generated from
+// callsafe/contract/exec_protocol.py) one for one: a change there is a change here.
+import { createInterface } from "node:readline";
+
+export const PROTOCOL = "callsafe-target";
+export const VERSION = 1;
+
+/** Any JSON value (arguments, payloads and events are JSON as callsafe sends them). */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+/** What a target reads: abstract events, or a provider protocol's payloads ("openai-chat", ...). */
+export type Reads = "abstract" | string;
+/** How wire payloads arrive: as `wire` messages on stdin, or as an HTTP stream the SDK reads. */
+export type WireMode = "stdio" | "http";
+
+/** The identity of one tool call (the executor's idempotency key). */
+export interface CallKey {
+  tenant: string;
+  turn: string;
+  response: string;
+  item: string;
+  call: string;
+}
+
+// -- messages from callsafe (the target's stdin) ---------------------------------------
+
+export interface InitMessage {
+  type: "init";
+  id: number;
+  protocol: typeof PROTOCOL;
+  version: typeof VERSION;
+}
+export interface StartMessage {
+  type: "start";
+  id: number;
+  tools: JsonObject;
+  limits: JsonObject;
+  store_dir?: string | null;
+  trace?: string;
+}
+export interface EventMessage {
+  type: "event";
+  id: number;
+  step: number;
+  /** One event in callsafe's trace vocabulary: a one-key object `{kind: {fields}}`. */
+  event: JsonObject;
+  tools?: JsonObject;
+}
+export interface WireMessage {
+  type: "wire";
+  id: number;
+  step: number;
+  payload: JsonObject;
+}
+export interface EndStreamMessage {
+  type: "end_stream";
+  id: number;
+}
+export interface StreamMessage {
+  type: "stream";
+  id: number;
+  protocol: string;
+  base_url: string;
+}
+export interface RestartMessage {
+  type: "restart";
+  id: number;
+}
+export interface ResetMessage {
+  type: "reset";
+  id: number;
+}
+export interface ValidationMessage {
+  type: "validation";
+  id: number;
+  /** Why the business validator refused the call; null when it passes. */
+  reason: string | null;
+}
+export interface ShutdownMessage {
+  type: "shutdown";
+  id: number;
+}
+export type HarnessMessage =
+  | InitMessage
+  | StartMessage
+  | EventMessage
+  | WireMessage
+  | EndStreamMessage
+  | StreamMessage
+  | RestartMessage
+  | ResetMessage
+  | ValidationMessage
+  | ShutdownMessage;
+
+// -- messages to callsafe (the target's stdout) ----------------------------------------
+
+export interface InitOkMessage {
+  type: "init_ok";
+  id: number;
+  protocol: typeof PROTOCOL;
+  version: number;
+  name: string;
+  reads: Reads;
+  capabilities: string[];
+  process_per_trace?: boolean;
+  wire?: WireMode;
+}
+export interface ExecuteMessage {
+  type: "execute";
+  key: CallKey;
+  actor: string;
+  tool: string;
+  arguments: Json;
+  traceparent?: string | null;
+}
+export interface ValidateMessage {
+  type: "validate";
+  id: number;
+  key: CallKey;
+  tool: string;
+  arguments: JsonObject;
+}
+export interface ObserveMessage {
+  type: "observe";
+  /** One observation in the vocabulary's form without `step`, e.g. `{status_shown: {...}}`. */
+  observation: JsonObject;
+}
+export interface LogMessage {
+  type: "log";
+  text: string;
+}
+export interface DoneMessage {
+  type: "done";
+  id: number;
+  error?: string | null;
+}
+export type TargetMessage = InitOkMessage | ExecuteMessage | ValidateMessage | ObserveMessage | LogMessage | DoneMessage;
+
+// -- the program's side ----------------------------------------------------------------
+
+/** What a target gets in `start`: its channel to callsafe's executor and validator. */
+export interface Env {
+  execute(key: CallKey, actor: string, tool: string, args: Json, traceparent?: string | null): void;
+  /** Ask callsafe's business validator; resolves to the refusal's reason, or null. */
+  validate(key: CallKey, tool: string, args: JsonObject): Promise<string | null>;
+  observe(observation: JsonObject): void;
+  log(text: string): void;
+  /** The tool catalog of the trace (name -> JSON Schema), updated on a catalog change. */
+  readonly tools: JsonObject;
+  limits: JsonObject;
+  /** The step of the event or payload being delivered (-1 before the first). */
+  step(): number;
+  storeDir: string | null;
+}
+
+type MaybeAsync = void | Promise<void>;
+
+/** A target: every method is optional but the one its mode needs. */
+export interface Target {
+  /** A trace begins. */
+  start?(env: Env): MaybeAsync;
+  /** One event, as callsafe's trace vocabulary writes it: `{kind: {fields}}`. */
+  receive?(event: JsonObject): MaybeAsync;
+  /** One decoded payload of a provider's stream (wire mode over stdio). */
+  receiveWire?(payload: JsonObject): MaybeAsync;
+  /** That stream's body ended normally. */
+  endStream?(): MaybeAsync;
+  /** Wire mode over HTTP: read the response with your SDK (OPENAI_BASE_URL / ANTHROPIC_BASE_URL point at callsafe). */
+  stream?(baseUrl: string): MaybeAsync;
+  /** Simulate a process restart. */
+  restart?(): MaybeAsync;
+  /** The trace ended. */
+  close?(): MaybeAsync;
+}
+
+export interface ServeOptions {
+  name: string;
+  reads?: Reads;
+  capabilities?: string[];
+  wire?: WireMode;
+  processPerTrace?: boolean;
+  create: () => Target;
+}
+
+console.log = (...args: unknown[]): void => console.error(...args); // keep stdout for messages
+
+function send(message: TargetMessage): void {
+  process.stdout.write(JSON.stringify(message) + "\n");
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof Error) return `${err.name || "Error"}: ${err.message}`;
+  return `Error: ${String(err)}`;
+}
+
+const HARNESS_TYPES: ReadonlySet<string> = new Set([
+  "init",
+  "start",
+  "event",
+  "wire",
+  "end_stream",
+  "stream",
+  "restart",
+  "reset",
+  "validation",
+  "shutdown",
+]);
+
+/** A parsed line as a harness message, or the reason it is not one (checked at the edge, once). */
+function asHarnessMessage(value: unknown): HarnessMessage | string {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "not a JSON object";
+  const record = value as { type?: unknown; id?: unknown };
+  if (typeof record.type !== "string" || !HARNESS_TYPES.has(record.type)) {
+    return `an unknown message type ${JSON.stringify(record.type)}`;
+  }
+  if (typeof record.id !== "number" || !Number.isInteger(record.id) || record.id < 0) return "no integer id";
+  return value as HarnessMessage;
+}
+
+function need<K extends keyof Target>(target: Target | null, method: K): NonNullable<Target[K]> {
+  if (target === null) throw new Error(`a ${String(method)} message before start`);
+  const fn = target[method];
+  if (typeof fn !== "function") throw new TypeError(`this target has no ${String(method)}()`);
+  return fn.bind(target) as NonNullable<Target[K]>;
+}
+
+export function serve({
+  name,
+  reads = "abstract",
+  capabilities = [],
+  wire = "stdio",
+  processPerTrace = false,
+  create,
+}: ServeOptions): void {
+  let target: Target | null = null;
+  let step = -1;
+  let tools: JsonObject = {};
+  let nextValidation = 0;
+  const pendingValidations = new Map<number, (reason: string | null) => void>();
+  const streams = new Set<Promise<void>>();
+  let chain: Promise<void> = Promise.resolve();
+
+  const env: Env = {
+    execute(key, actor, tool, args, traceparent = null) {
+      send({ type: "execute", key, actor, tool, arguments: args, traceparent });
+    },
+    validate(key, tool, args) {
+      const id = nextValidation++;
+      send({ type: "validate", id, key, tool, arguments: args });
+      return new Promise((resolve) => pendingValidations.set(id, resolve));
+    },
+    observe(observation) {
+      send({ type: "observe", observation });
+    },
+    log(text) {
+      send({ type: "log", text });
+    },
+    get tools() {
+      return tools;
+    },
+    limits: {},
+    step: () => step,
+    storeDir: null,
+  };
+
+  async function reset(): Promise<void> {
+    await Promise.allSettled([...streams]);
+    if (target?.close) await target.close();
+    target = null;
+  }
+
+  async function handle(message: Exclude<HarnessMessage, ValidationMessage>): Promise<void> {
+    const { id } = message;
+    let error: string | null = null;
+    try {
+      switch (message.type) {
+        case "init":
+          send({
+            type: "init_ok",
+            id,
+            protocol: PROTOCOL,
+            version: VERSION,
+            name,
+            reads,
+            capabilities,
+            wire,
+            process_per_trace: processPerTrace,
+          });
+          return;
+        case "start": {
+          await reset();
+          tools = message.tools;
+          env.limits = message.limits;
+          env.storeDir = message.store_dir ?? null;
+          step = -1;
+          const created = create();
+          target = created;
+          if (created.start) await created.start(env);
+          break;
+        }
+        case "event":
+          step = message.step;
+          if (message.tools) tools = message.tools;
+          await need(target, "receive")(message.event);
+          break;
+        case "wire":
+          step = message.step;
+          await need(target, "receiveWire")(message.payload);
+          break;
+        case "end_stream":
+          if (target?.endStream) await target.endStream();
+          break;
+        case "stream": {
+          const reader = need(target, "stream");
+          const running = (async (): Promise<void> => {
+            let streamError: string | null = null;
+            try {
+              await reader(message.base_url);
+            } catch (err) {
+              streamError = errorText(err);
+              console.error(err);
+            }
+            send({ type: "done", id, error: streamError });
+          })();
+          streams.add(running);
+          void running.finally(() => streams.delete(running));
+          return;
+        }
+        case "restart":
+          if (target?.restart) await target.restart();
+          break;
+        case "reset":
+          await reset();
+          break;
+        case "shutdown":
+          process.exit(0);
+      }
+    } catch (err) {
+      error = errorText(err);
+      console.error(err);
+    }
+    send({ type: "done", id, error });
+  }
+
+  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  lines.on("line", (line: string) => {
+    if (!line.trim()) return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      console.error(`callsafe-target: a line that is not JSON: ${line.slice(0, 200)}`);
+      process.exit(2);
+    }
+    const message = asHarnessMessage(parsed);
+    if (typeof message === "string") {
+      console.error(`callsafe-target: ${message}: ${line.slice(0, 200)}`);
+      process.exit(2);
+    }
+    if (message.type === "validation") {
+      // answered at once, never queued behind the message that is waiting for it
+      const resolve = pendingValidations.get(message.id);
+      pendingValidations.delete(message.id);
+      if (resolve) resolve(message.reason);
+      return;
+    }
+    chain = chain.then(() => handle(message));
+  });
+  lines.on("close", () => {
+    void chain.then(reset).finally(() => process.exit(0));
+  });
+}
