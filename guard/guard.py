@@ -51,7 +51,7 @@ from callsafe.guard.errors import (
     UnknownInput,
     UnknownTurn,
 )
-from callsafe.guard.inputs import SKIP, check_protocol, detect_protocol, payload_of
+from callsafe.guard.inputs import SKIP, check_protocol, detect_protocol, error_event_of, payload_of
 from callsafe.guard.stores import describe_store, open_store
 from callsafe.guard.telemetry import LOGGER_NAME, Telemetry, log_observation
 from callsafe.model.vocabulary import (
@@ -559,8 +559,12 @@ class Turn:
         reader = self.open_stream(protocol)
         clean = False
         try:
-            for item in source:
-                yield from reader.feed(item)
+            try:
+                for item in source:
+                    yield from reader.feed(item)
+            except Exception as exc:
+                reader.read_error(exc)
+                raise
             clean = True
             yield from reader.end(clean=True)
         finally:
@@ -572,9 +576,13 @@ class Turn:
         reader = self.open_stream(protocol)
         clean = False
         try:
-            async for item in source:
-                for call in reader.feed(item):
-                    yield call
+            try:
+                async for item in source:
+                    for call in reader.feed(item):
+                        yield call
+            except Exception as exc:
+                reader.read_error(exc)
+                raise
             clean = True
             for call in reader.end(clean=True):
                 yield call
@@ -615,6 +623,21 @@ class StreamReader:
             return ready
         except ProviderError as exc:
             return self._fail(exc)
+
+    def read_error(self, exc: BaseException) -> list[ToolCall]:
+        """The source raised ``exc``: when it is an SDK's exception for an error event the
+        server sent (which the SDK consumes), read that event, so the calls it stopped are
+        recorded as stopped by an error; otherwise nothing (the stream then ends as a
+        dropped connection)."""
+        if self._ended or self._broken is not None or self._parser is None:
+            return []
+        payload = error_event_of(exc, self.protocol)
+        if payload is None:
+            return []
+        try:
+            return self.feed(payload)
+        except StreamError:
+            return []
 
     def end(self, clean: bool = True) -> list[ToolCall]:
         """The body ended (``clean``) or the connection dropped (not ``clean``)."""

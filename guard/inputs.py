@@ -25,7 +25,7 @@ from typing import Any, Final
 from callsafe.guard.errors import UnknownInput, UnknownProtocol
 from callsafe.providers import registry
 
-__all__ = ["ANTHROPIC_EVENTS", "SKIP", "detect_protocol", "payload_of"]
+__all__ = ["ANTHROPIC_EVENTS", "SKIP", "check_protocol", "detect_protocol", "error_event_of", "payload_of"]
 
 SKIP: Final = object()
 """:func:`payload_of`'s answer for an SDK helper's derived event: nothing to read."""
@@ -75,6 +75,25 @@ def payload_of(item: object) -> Mapping[str, Any] | object:
     if not isinstance(payload, Mapping):
         raise UnknownInput(f"{type(item).__qualname__} does not dump to a JSON object")
     return payload
+
+
+def error_event_of(exc: BaseException, protocol: str | None) -> Mapping[str, Any] | None:
+    """The server's error event an SDK consumed to raise ``exc``, or None.
+
+    Why: the SDKs read an error event themselves and raise instead of yielding it (the
+    ``openai`` SDK raises ``APIError`` for a payload with an ``error``, whose ``body`` is that
+    error; ``anthropic`` raises ``APIStatusError`` for an ``error`` event, whose ``body`` is
+    the whole event). Read back, the calls it stopped are recorded as stopped by an
+    ``error`` (what the server said), not as a dropped connection."""
+    body = getattr(exc, "body", None)
+    if not isinstance(body, Mapping):
+        return None
+    module = type(exc).__module__
+    if protocol == "openai-chat" and module.startswith("openai"):
+        return {"error": dict(body)}
+    if protocol == "anthropic-messages" and module.startswith("anthropic") and body.get("type") == "error":
+        return body
+    return None
 
 
 def detect_protocol(payload: Mapping[str, Any]) -> str:

@@ -210,15 +210,17 @@ def test_anthropic_agent_loop_async_raw_stream_runs_each_tool_once(
     assert _tool_results(server.requests[1]) == [("toolu_p", "sunny in Paris"), ("toolu_r", "sunny in Rome")]
 
 
+@pytest.mark.parametrize("cut", ["length", "error"])
 @pytest.mark.parametrize("protocol", ["openai-chat", "anthropic-messages"])
-def test_a_response_cut_off_by_the_token_limit_runs_nothing(
-    protocol: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, weather: Any
+def test_a_response_cut_off_by_the_token_limit_or_an_error_event_runs_nothing(
+    protocol: str, cut: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, weather: Any
 ) -> None:
     """The case the accumulation loops get wrong: the arguments parse, but the model was cut
-    off (``finish_reason: length`` / ``stop_reason: max_tokens``). Nothing runs, the ledger
-    says why, and the user is offered a retry."""
+    off (``finish_reason: length`` / ``stop_reason: max_tokens``), or the server sent an
+    error event (which the SDK consumes and raises for). Nothing runs, the ledger says why
+    (``error`` for the error event, not a dropped connection), and the user is offered a retry."""
     runs, get_weather = weather
-    server = Server(protocol, cut="length")
+    server = Server(protocol, cut=cut)
     if protocol == "openai-chat":
         example = _example("guard_openai_agent", tmp_path, monkeypatch)
         client: Any = openai.OpenAI(
@@ -234,7 +236,11 @@ def test_a_response_cut_off_by_the_token_limit_runs_nothing(
             http_client=httpx2.Client(transport=httpx2.MockTransport(server.handle)),
         )
     guard = _guard(lambda call: get_weather(**call.arguments), example.TOOLS)
-    example.run_agent(client, guard, "Weather?", turn_id="t1", user="alice", tenant="acme")
+    if cut == "error":
+        with pytest.raises((openai.APIError, anthropic.APIError)):
+            example.run_agent(client, guard, "Weather?", turn_id="t1", user="alice", tenant="acme")
+    else:
+        example.run_agent(client, guard, "Weather?", turn_id="t1", user="alice", tenant="acme")
     assert runs == Counter()
-    assert [(r.decision, r.terminal_reason) for r in guard.ledger()] == [("failed", "length"), ("failed", "length")]
+    assert [(r.decision, r.terminal_reason) for r in guard.ledger()] == [("failed", cut), ("failed", cut)]
     assert guard.status("t1") == "retry"

@@ -1,0 +1,108 @@
+"""``python -m callsafe.adapters.guard_sdk --protocol P``: an agent program that reads its
+model's stream with the real ``openai`` or ``anthropic`` SDK and hands it to
+:class:`callsafe.guard.Guard`, certified end to end over HTTP.
+
+``callsafe certify 'exec:python -m callsafe.adapters.guard_sdk --protocol anthropic-messages'``
+runs it in wire mode over the loopback provider: for every response of a trace, callsafe
+asks the program to stream one completion; the program opens it as application code does
+(``client.chat.completions.create(..., stream=True)``, ``client.responses.create(...,
+stream=True)`` or ``client.messages.create(..., stream=True)``, the SDK's own HTTP client
+and SSE decoder reading the adversarially cut bytes the loopback serves) and iterates
+``turn.stream(sdk_stream)``; the guard runs each finished, permitted call through the
+executor callsafe owns. Application events (turns, cancels, confirmations, operator
+controls, restarts) arrive meanwhile on the program's main thread and go to the guard's
+methods, as in :class:`callsafe.targets.guard.GuardTarget`, whose behaviour this program
+shares; the stream runs in a thread of its own, which the guard's lock makes safe.
+
+A dropped connection is what the SDK raises when the loopback stops a body mid-stream: the
+guard has then ended the stream as disconnected (nothing it left open runs), and the
+program goes on, as an agent's read loop that catches it does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from callsafe.adapters.stdio import serve
+from callsafe.contract.target import Target
+from callsafe.guard import ClosedGuard, GuardError
+from callsafe.model.vocabulary import Disconnect, Event
+from callsafe.targets.guard import GUARD_STORES, GuardTarget
+
+__all__ = ["PROTOCOLS", "GuardSDKProgram", "main"]
+
+PROTOCOLS = ("openai-chat", "openai-responses", "anthropic-messages")
+
+
+class GuardSDKProgram(GuardTarget):
+    """The guard behind an SDK that reads the stream over HTTP (``wire="http"``)."""
+
+    def __init__(self, store: str = "memory", protocol: str = "openai-chat") -> None:
+        super().__init__(store, protocol)
+        self.name = f"guard-sdk:{store}:{protocol}"
+
+    def receive(self, event: Event) -> None:
+        if isinstance(event, Disconnect):
+            return  # the SDK sees the connection drop itself: the guard ends the stream then
+        super().receive(event)
+
+    def receive_wire(self, payload: Any) -> None:
+        raise RuntimeError("this program reads its stream over HTTP (wire='http')")
+
+    def end_stream(self) -> None:
+        """The body ended: the SDK's iterator ends by itself."""
+
+    def stream(self, base_url: str) -> None:
+        """Stream one completion from ``base_url`` through the SDK into the guard."""
+        turn = self._turn
+        if turn is None:
+            return  # no turn in force: an application has no request to make
+        try:
+            for _call in turn.stream(self._request(base_url)):
+                pass  # executor mode: the guard ran it
+        except ClosedGuard:
+            return  # the process restarted under this stream: its connection is gone
+        except GuardError as exc:  # a stream the guard refused to read: ended safely, recorded
+            print(f"guard-sdk: {type(exc).__name__}: {exc}", file=sys.stderr)
+        except Exception as exc:  # the SDK's own error for a dropped connection or an error event
+            print(f"guard-sdk: the stream ended with {type(exc).__name__}", file=sys.stderr)
+
+    def _request(self, base_url: str) -> Any:
+        """The request an agent makes, with the catalog as its ``tools=``."""
+        catalog = self.guard.tools if self.guard is not None else {}
+        schemas = {name: dict(spec.schema) for name, spec in catalog.items()}
+        messages: Any = [{"role": "user", "content": "go"}]
+        if self.protocol == "anthropic-messages":
+            import anthropic
+
+            tools: Any = [{"name": name, "input_schema": schema} for name, schema in schemas.items()]
+            client = anthropic.Anthropic(base_url=base_url, max_retries=0)
+            return client.messages.create(
+                model="claude-sonnet-4-5", max_tokens=1024, messages=messages, tools=tools, stream=True
+            )
+        import openai
+
+        oa = openai.OpenAI(base_url=base_url, max_retries=0)
+        if self.protocol == "openai-responses":
+            tools = [{"type": "function", "name": n, "parameters": s, "strict": False} for n, s in schemas.items()]
+            return oa.responses.create(model="gpt-4.1", input="go", tools=tools, stream=True)
+        tools = [{"type": "function", "function": {"name": n, "parameters": s}} for n, s in schemas.items()]
+        return oa.chat.completions.create(model="gpt-4.1", messages=messages, tools=tools, stream=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m callsafe.adapters.guard_sdk")
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="openai-chat")
+    parser.add_argument("--store", choices=GUARD_STORES, default="memory")
+    args = parser.parse_args(argv)
+
+    def factory() -> Target:
+        return GuardSDKProgram(args.store, args.protocol)
+
+    return serve(factory, wire="http")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
