@@ -32,6 +32,9 @@ from callsafe.model.vocabulary import AuditRow, ConfirmationRequested, LedgerRow
 __all__ = ["LOGGER_NAME", "Telemetry", "log_observation"]
 
 LOGGER_NAME = "callsafe.guard"
+# A library configures no output of its own: the application's logging config decides
+# (without one, nothing is printed, not even warnings through logging's last resort).
+logging.getLogger(LOGGER_NAME).addHandler(logging.NullHandler())
 
 try:  # the guard-otel extra
     from opentelemetry import context as otel_context

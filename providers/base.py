@@ -524,6 +524,13 @@ class Renderer(ABC):
                     f"reason, in the order they opened, right before its end: expected terminals for {expected}, "
                     f"got {[(p.item, p.call, p.reason) for p in self._pending]}"
                 )
+        elif self._pending:
+            # a call stopped with another reason would be rendered as one the response's
+            # normal end leaves open (failed without a terminal reason): not what the trace says
+            raise NotRepresentable(
+                f"{where}: a call stopped with {self._pending[0].reason!r} stops with its response, which must end "
+                f"with that reason, not 'completed'"
+            )
 
     def _use_response(self, response: str, where: str) -> None:
         if self._response == response:

@@ -586,3 +586,21 @@ def test_chat_the_id_or_the_name_in_a_later_chunk() -> None:
     assert executed(id_first) == {"a": {}}
     never = parse("openai-chat", [chunk(tool(0, None, "pay")), chunk(tool(0, args="{}")), chunk({}, "stop")]).events
     assert executed(never) == {"c1#0": {}}
+
+
+@pytest.mark.parametrize("protocol", ["openai-responses", "anthropic-messages", "gemini-interactions"])
+def test_a_call_stopped_early_in_a_response_that_ends_completed_is_not_representable(protocol: str) -> None:
+    """The wire can only stop a call with its response's reason; drawn anyway, the call
+    would read back as one the response left open (no terminal reason), not as the trace's
+    ``length`` stop (found by the guard's matrix row, INV-LEDGER)."""
+    from callsafe.model.vocabulary import CallOpened, CallTerminal, ResponseTerminal
+    from callsafe.providers.base import NotRepresentable
+    from callsafe.providers.streams import render_payloads
+
+    events = [
+        CallOpened("t", "r", "0", "c", "op"),
+        CallTerminal("t", "r", "0", "c", "", "length"),
+        ResponseTerminal("t", "r", "completed"),
+    ]
+    with pytest.raises(NotRepresentable, match="must end with that reason"):
+        render_payloads(protocol, events)
