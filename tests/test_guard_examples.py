@@ -5,7 +5,9 @@ Each SDK client is pointed at an in-process HTTP transport (``httpx.MockTranspor
 answers every request with an SSE body rendered by callsafe's providers: the first answer
 asks for tool calls (arguments cut into fragments), the next one, which must carry the
 tool results, ends with text. The SDK itself parses the SSE and builds its own stream
-objects, which are what the guard reads.
+objects, which are what the guard reads. The same loops then run against the loopback
+provider (``callsafe.loopback``: real HTTP on 127.0.0.1, the bytes cut inside ``data:``
+fields and UTF-8 characters, keep-alive comments).
 """
 
 from __future__ import annotations
@@ -77,7 +79,13 @@ class Server:
 
     def body(self, request_json: dict[str, Any]) -> bytes:
         self.requests.append(request_json)
-        n = len(self.requests)
+        payloads = self.payloads(len(self.requests))
+        if self.protocol == "openai-chat":
+            return encode_payloads(payloads, done=True)
+        return encode_payloads(payloads, lambda p: str(p["type"]))
+
+    def payloads(self, n: int) -> list[dict[str, Any]]:
+        """The payloads of the answer to request ``n`` (1: tool calls; then text)."""
         if self.protocol == "openai-chat":
             if n == 1:
                 events = _calls("chatcmpl-1", ["0", "1"], ["call_p", "call_r"], cut=self.cut)
@@ -86,8 +94,7 @@ class Server:
                     TextFragment("t", f"chatcmpl-{n}", "text", "Sunny in both."),
                     ResponseTerminal("t", f"chatcmpl-{n}"),
                 ]
-            payloads = render_payloads("openai-chat", events)
-            return encode_payloads(payloads, done=True)
+            return render_payloads("openai-chat", events)
         if n == 1:
             events = [
                 TextFragment("t", "msg_1", "0", "Let me look."),
@@ -99,7 +106,7 @@ class Server:
         for payload in payloads:  # what real servers always send, which the SDK's helper reads
             if payload["type"] == "message_delta":
                 payload["usage"] = {"output_tokens": 1}
-        return encode_payloads(payloads, lambda p: str(p["type"]))
+        return payloads
 
     def handle(self, request: Any) -> Any:
         body = self.body(json.loads(request.content))
@@ -244,3 +251,57 @@ def test_a_response_cut_off_by_the_token_limit_or_an_error_event_runs_nothing(
     assert runs == Counter()
     assert [(r.decision, r.terminal_reason) for r in guard.ledger()] == [("failed", cut), ("failed", cut)]
     assert guard.status("t1") == "retry"
+
+
+# -- the same loops against the loopback provider: real HTTP over 127.0.0.1 -------------------
+
+
+@pytest.fixture(scope="module")
+def loopback() -> Iterator[Any]:
+    pytest.importorskip("uvicorn")
+    from callsafe.loopback.server import LoopbackServer
+
+    server = LoopbackServer().start()
+    yield server
+    server.stop()
+
+
+def _serve(loopback: Any, protocol: str) -> None:
+    """The loopback provider's next two answers: the tool calls, then the text (each cut
+    adversarially, with keep-alives, by the provider)."""
+    model = Server(protocol)
+    for n in (1, 2):
+        stream = loopback.open_stream(protocol)
+        for payload in model.payloads(n):
+            stream.push(payload)
+        stream.finish(done_sentinel=protocol == "openai-chat")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("protocol", ["openai-chat", "anthropic-messages"])
+def test_the_agent_loops_against_the_loopback_provider_run_each_tool_once(
+    protocol: str, mode: str, loopback: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, weather: Any
+) -> None:
+    runs, get_weather = weather
+    name = "guard_openai_agent" if protocol == "openai-chat" else "guard_anthropic_agent"
+    example = _example(name, tmp_path, monkeypatch)
+    if protocol == "openai-chat":
+        example.TOOL_IMPLEMENTATIONS["get_weather"] = get_weather  # the async loop runs tools itself
+    if protocol == "openai-chat":
+        client: Any = (openai.OpenAI if mode == "sync" else openai.AsyncOpenAI)(
+            api_key="x", base_url=f"{loopback.base_url}/v1", max_retries=0
+        )
+    else:
+        client = (anthropic.Anthropic if mode == "sync" else anthropic.AsyncAnthropic)(
+            api_key="x", base_url=loopback.base_url, max_retries=0
+        )
+    executor = None if (protocol, mode) == ("openai-chat", "async") else (lambda call: get_weather(**call.arguments))
+    guard = _guard(executor, example.TOOLS)
+    _serve(loopback, protocol)
+    loop = example.run_agent if mode == "sync" else example.run_agent_async
+    answer = loop(client, guard, "Weather?", turn_id="t1", user="alice", tenant="acme")
+    if mode == "async":
+        answer = asyncio.run(answer)
+    assert answer == "Sunny in both."
+    assert runs == Counter({"Paris": 1, "Rome": 1})
+    assert [r.decision for r in guard.ledger()] == ["dispatched", "dispatched"]
