@@ -371,13 +371,28 @@ def check_bounded(ctx: Context) -> Iterable[Violation]:
                 )
 
 
+_TERMINAL_EVENTS: Final = frozenset({E.TERMINAL_COMPLETED, E.TERMINAL_STOPPED, E.TERMINAL_REPEAT, E.RESPONSE_ENDED})
+
+
+def _terminal_steps(ctx: Context) -> dict[CallKey, int]:
+    """The step at which each call's terminal event (or its response's end) was first
+    delivered, taken or not."""
+    first: dict[CallKey, int] = {}
+    for s in ctx.oracle.steps:
+        if s.event in _TERMINAL_EVENTS:
+            first.setdefault(s.key, s.step)
+    return first
+
+
 def _ledger_untruth(row: LedgerRow, record: CallRecord, forgot: bool) -> str:
     """How a call's final ledger row contradicts the model's account of the call (empty:
     it does not): the decision and the terminal reason must be the model's, and the count
     at least the positions the call accepted (more is another reading of "count", every
     fragment delivered, or a protocol's own explicit fragment such as an Anthropic
-    ``input: {}``). ``forgot``: a restart came between, and buffers are not durable, so a
-    row may leave the terminal reason out but not contradict it.
+    ``input: {}``). ``forgot``: a restart came between, and buffers are not durable, or the
+    row was written before the call's terminal event arrived (an implementation that fails
+    a doomed call early, which the spec allows: it cannot know a reason yet); such a row may
+    leave the terminal reason out but not contradict it.
 
     The parse and validation fields are not compared: behind a provider protocol the
     parser may hand the target other text than the abstract trace (that explicit ``{}``),
@@ -403,11 +418,13 @@ def check_ledger(ctx: Context) -> Iterable[Violation]:
         if not rows.get(record.key):
             yield Violation("INV-LEDGER", f"no ledger row for a refused call ({record.why})", record.key)
     restarts = [i for i, event in enumerate(ctx.trace.delivered()) if isinstance(event, Restart)]
+    terminal_at = _terminal_steps(ctx)
     for record in ctx.records_everywhere(lambda r: r.state in TERMINAL_STATES):
         if rows.get(record.key):
             last = rows[record.key][-1]
             truths = [r for reading in ctx.oracle.readings if (r := ctx.record(record.key, reading)) is not None]
-            forgot = any(i <= last.step for i in restarts)
+            ended = terminal_at.get(record.key)
+            forgot = any(i <= last.step for i in restarts) or ended is None or last.step < ended
             problems = [_ledger_untruth(last, r, forgot) for r in truths]
             if all(problems):
                 yield Violation(

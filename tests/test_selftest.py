@@ -3,8 +3,6 @@ caught by the invariant its bug is about, with a counterexample of at most a doz
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 from callsafe.campaigns.selftest import MutantResult, mutation_score, run_selftest
@@ -58,26 +56,12 @@ def test_the_domain_mutants_are_missed_by_the_plain_domain() -> None:
     assert {r.mutant.name for r in rich if r.caught} == names
 
 
-# The oracle allows rejecting out-of-order positions on the confirmation path only once it
-# runs the spec-silent readings (model.system.Reading, issue 16 item 2); until then the
-# judge blames that correct variant with LIVE-DISPATCH ("a valid call was never put up
-# for confirmation"), a false alarm of the judge, not of the variant.
-_READINGS = hasattr(importlib.import_module("callsafe.model.system"), "Reading")
-
-
 @pytest.mark.parametrize("depth", [2, 3])
 @pytest.mark.parametrize("name", [v.name for v in correct_variants()])
-def test_correct_variants_pass(depth: int, name: str, request: pytest.FixtureRequest) -> None:
+def test_correct_variants_pass(depth: int, name: str) -> None:
     """Choices the spec leaves open (reject out-of-order positions, an outbox of
     executions, failing a doomed call early) are certified like mutants and must pass:
     a violation is a false alarm. (``callsafe selftest`` also runs them at depth 4.)"""
-    if name == "reject-out-of-order" and not _READINGS:
-        request.applymarker(pytest.mark.xfail(reason="the judge's out-of-order may does not reach confirmation"))
-    if name == "fail-doomed-early":
-        # A false alarm of the judge, reported to its owner: INV-LEDGER wants the stream's
-        # terminal reason in the last ledger row of a call that was failed (doomed) before
-        # its terminal event arrived (catalog 'glued-calls-in-one-buffer', shrunk to 5 events).
-        request.applymarker(pytest.mark.xfail(reason="INV-LEDGER blames a call failed before its terminal event"))
     (variant,) = [v for v in correct_variants() if v.name == name]
     assert variant.correct
     (result,) = run_selftest([variant], Options(depth=depth, seed=0, minimize=False))
