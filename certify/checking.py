@@ -22,7 +22,14 @@ from callsafe.certify.runner import Call, Run, RunStopped, run_trace
 from callsafe.certify.target_errors import TargetError, TraceTimeout, error_from_exception
 from callsafe.certify.targets import TargetFactory, describe, resolve_target
 from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT, first_trace_allowance, trace_deadline
-from callsafe.certify.wire import ABSTRACT, NotRepresentable, not_applicable_reason, prepare, response_deferred_liveness
+from callsafe.certify.wire import (
+    ABSTRACT,
+    NotRepresentable,
+    not_applicable_reason,
+    prepare,
+    reconnects,
+    response_deferred_liveness,
+)
 from callsafe.contract.target import Target
 from callsafe.generators.coverage import reached_by_steps
 from callsafe.generators.domain import features
@@ -158,7 +165,7 @@ def _run_checked_wire(target: Target, capabilities: frozenset[str], trace: Trace
     has no setting for them, so a library that runs such a call has broken no promise of
     its own. (A capability for caps would let a wire target that enforces them opt in.)"""
     try:
-        trace, plan = prepare(trace, target.protocol)
+        trace, plan = prepare(trace, target.protocol, reconnects(target))
     except NotRepresentable as exc:
         reason = not_applicable_reason(target.protocol)
         return Checked(trace, (reason,), None, judge(trace), _not_applicable_judgement(), str(exc))

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from callsafe.certify.target_errors import TargetError, TraceTimeout, error_from_exception
-from callsafe.certify.wire import ABSTRACT, WirePlan, prepare
+from callsafe.certify.wire import ABSTRACT, WirePlan, prepare, reconnects
 from callsafe.contract.target import Target, TargetEnv
 from callsafe.model.system import apply_tool_change, business_check
 from callsafe.model.vocabulary import (
@@ -378,7 +378,7 @@ def run_trace(target: Target, trace: Trace, store_dir: Path | None = None, plan:
     :class:`~callsafe.providers.base.NotRepresentable` says the protocol cannot carry the
     trace. ``run.trace`` is the trace that ran."""
     if plan is None and target.protocol != ABSTRACT:
-        trace, plan = prepare(trace, target.protocol)
+        trace, plan = prepare(trace, target.protocol, reconnects(target))
     session = Session(target, trace.tools, trace.limits, store_dir, plan)
     try:
         session.open()

@@ -28,6 +28,16 @@ trace, with the same oracle, as for an abstract target. Why it is done this way:
   anything the protocol's renderer refuses (:class:`~callsafe.providers.base.NotRepresentable`):
   the harness reports such a trace as not applicable to the target, never as passed. A
   stream still open when the trace ends stays open; the target's ``close()`` ends the run.
+* **A reconnect that replays** (``reconnects``, :func:`reconnects`). A target that reads
+  its stream over HTTP with its own SDK (an ``exec:`` program with ``wire: "http"``) can
+  reconnect: after a :class:`~callsafe.model.vocabulary.Disconnect` of a response, the next
+  wire events of that response (the events a :class:`~callsafe.model.vocabulary.Replay`
+  re-delivers, and whatever follows them) are a **new stream**, the body of the program's
+  next request, rendered by the protocol from its start. That is what Chat Completions and
+  Anthropic Messages give a client that asks again (neither resumes a stream: a reconnect
+  is a new request), and what a proxy that replays a stream to a reconnecting client sends
+  (``docs/target-protocol.md`` says what each provider documents). For every other target
+  a stream still does not reopen: a library object fed payloads has no request to repeat.
 * **Observation steps index the abstract events.** Every payload is mapped to the abstract
   event whose rendering produced it (the renderer is instrumented, one event at a time),
   so what the executor receives while a payload is delivered carries that event's index,
@@ -94,6 +104,7 @@ __all__ = [
     "plan_recorded",
     "plan_wire",
     "prepare",
+    "reconnects",
     "relabel",
     "response_deferred_liveness",
 ]
@@ -228,12 +239,20 @@ class _Stream:
     clean_end: int | None = None  # delivered index of the ResponseTerminal
 
 
-def _streams(events: Sequence[Event]) -> tuple[list[_Stream], list[bool]]:
-    """Split the wire events into streams; also which events go to ``receive()``."""
+def reconnects(target: object) -> bool:
+    """Whether ``target`` reads a reconnect as a new stream (its ``reconnects`` attribute;
+    a target that reads over HTTP sets it). Other targets never see a stream reopen."""
+    return getattr(target, "reconnects", False) is True
+
+
+def _streams(events: Sequence[Event], reconnect: bool = False) -> tuple[list[_Stream], list[bool]]:
+    """Split the wire events into streams; also which events go to ``receive()``. With
+    ``reconnect``, a response whose connection dropped opens again as a new stream."""
     streams: list[_Stream] = []
     receive = [False] * len(events)
     current: _Stream | None = None
     closed: set[tuple[str, str]] = set()
+    dropped: set[tuple[str, str]] = set()  # closed by a Disconnect: a reconnect may reopen them
     in_force: str | None = None  # the turn of the last TurnStarted
     for index, event in enumerate(events):
         where = f"event {index} ({event.kind})"
@@ -255,10 +274,14 @@ def _streams(events: Sequence[Event]) -> tuple[list[_Stream], list[bool]]:
                     )
                 current.events.append((index, event))
                 closed.add(key)
+                dropped.add(key)
                 current = None
         elif isinstance(event, WIRE_EVENTS):
             key = (event.turn, event.response)
             if current is None:
+                if reconnect and key in dropped:
+                    dropped.discard(key)  # the reconnect: the program's next request, a new body
+                    closed.discard(key)
                 if key in closed:
                     raise NotRepresentable(
                         f"{where}: response {event.response!r} already ended or lost its connection; "
@@ -338,12 +361,13 @@ def _early_counts(protocol: str, stream: _Stream, groups: list[list[dict[str, An
     return out
 
 
-def plan_wire(protocol: str, events: Sequence[Event]) -> WirePlan:
+def plan_wire(protocol: str, events: Sequence[Event], reconnect: bool = False) -> WirePlan:
     """The deliveries for ``events`` (a trace's delivered events, already relabelled).
     Raises :class:`NotRepresentable` when the protocol, or a one-stream-at-a-time target,
-    cannot carry them."""
+    cannot carry them. ``reconnect``: the target reconnects after a dropped connection (a
+    response's next events are a new stream, see the module docstring)."""
     registry.get(protocol)  # an unknown protocol is a KeyError naming the known ones
-    streams, receive = _streams(events)
+    streams, receive = _streams(events, reconnect)
     payloads: list[list[dict[str, Any]]] = [[] for _ in events]
     early = [0] * len(events)
     ends: set[int] = set()
@@ -409,15 +433,16 @@ def _turn_of(events: Sequence[Event]) -> str:
     return next((e.turn for e in events if isinstance(e, TurnStarted)), "")
 
 
-def prepare(trace: Trace, protocol: str) -> tuple[Trace, WirePlan]:
-    """The trace as it runs against a ``protocol`` target (relabelled) and its wire plan.
-    Raises :class:`NotRepresentable`."""
+def prepare(trace: Trace, protocol: str, reconnect: bool = False) -> tuple[Trace, WirePlan]:
+    """The trace as it runs against a ``protocol`` target (relabelled) and its wire plan;
+    ``reconnect`` for a target that reconnects (:func:`reconnects`). Raises
+    :class:`NotRepresentable`."""
     if isinstance(trace, WireTrace):
         if trace.protocol != protocol:
             raise NotRepresentable(f"a {trace.protocol} stream; this target reads {protocol}")
         return trace, plan_recorded(trace)
     relabelled = relabel(trace, protocol)
-    return relabelled, plan_wire(protocol, relabelled.delivered())
+    return relabelled, plan_wire(protocol, relabelled.delivered(), reconnect)
 
 
 def response_deferred_liveness(trace: Trace) -> Callable[[Any], bool]:

@@ -702,8 +702,10 @@ def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool) -
     Point a program's SDK at it: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 or
     ANTHROPIC_BASE_URL=http://127.0.0.1:PORT. Every request gets the trace rendered for
     PROTOCOL as real SSE (adversarial chunk boundaries, keep-alives); where the trace
-    disconnects the connection drops, and (--event-ids) a reconnect with Last-Event-ID
-    gets the rest."""
+    disconnects the connection drops, and the next request (the reconnect) gets the
+    trace's next connection (its replay, then the rest). OpenAI Responses: GET
+    .../responses/ID?stream=true&starting_after=N resumes after sequence number N; with
+    --event-ids a reconnect with Last-Event-ID gets the rest."""
     try:
         from callsafe.loopback.server import LoopbackServer, StaticTrace
     except ImportError:

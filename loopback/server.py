@@ -13,12 +13,21 @@ What it sends is adversarial on purpose, within what HTTP and SSE allow:
   every third;
 * **a dropped connection** where the trace disconnects: the body stops without its final
   chunk, as a connection reset does;
-* **a reconnect that replays** (``callsafe serve --event-ids``): every event carries an
-  ``id:``; a request with ``Last-Event-ID`` gets the rest of the stream from the event after
-  it. Off by default, as the providers send no ids, and because the ``openai`` Python SDK
-  (3.57) then breaks on a keep-alive: its SSE decoder dispatches an empty event after a
-  comment once an ``id`` was seen (the SSE standard dispatches nothing for an empty data
-  buffer) and fails to parse it as JSON.
+* **a reconnect that replays**, as each provider documents it (``docs/target-protocol.md``,
+  "Reconnects"). Chat Completions and Anthropic Messages do not resume a stream: a
+  reconnect is a new request, and it gets the trace's next connection (the events after the
+  disconnect, a :class:`~callsafe.model.vocabulary.Replay` expanded, rendered as a stream of
+  its own from its start). For certify, that is the program's next request
+  (:class:`LiveStream`, planned by :mod:`callsafe.certify.wire`); for ``callsafe serve``,
+  the n-th request gets the n-th connection (:class:`StaticTrace`). OpenAI Responses also
+  resumes a background response: ``GET .../responses/{id}?stream=true&starting_after=N``
+  gets the response's events whose ``sequence_number`` is above N (``callsafe serve``).
+  And with ``callsafe serve --event-ids`` every event carries an ``id:``; a request with
+  ``Last-Event-ID`` gets the rest of the stream from the event after it. Off by default, as
+  the providers send no ids, and because the ``openai`` Python SDK (3.57) then breaks on a
+  keep-alive: its SSE decoder dispatches an empty event after a comment once an ``id`` was
+  seen (the SSE standard dispatches nothing for an empty data buffer) and fails to parse it
+  as JSON.
 
 Requests are routed by their path's end: ``.../chat/completions`` (``openai-chat``),
 ``.../responses`` (``openai-responses``), ``.../messages`` (``anthropic-messages``), so any
@@ -32,16 +41,18 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import socket
 import threading
+import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 
 import uvicorn
 
-from callsafe.model.vocabulary import Disconnect, Event
+from callsafe.model.vocabulary import Disconnect, Event, Replay
 from callsafe.providers import registry
-from callsafe.providers.base import WIRE_EVENTS
+from callsafe.providers.base import WIRE_EVENTS, NotRepresentable
 from callsafe.providers.sse import DONE, cut, encode_event
 from callsafe.providers.streams import as_servers_send, render_payloads
 
@@ -60,6 +71,7 @@ ENDPOINTS: Final = {
     "/messages": "anthropic-messages",
 }
 KEEP_ALIVE: Final = b": keep-alive\n\n"
+_RESUME: Final = re.compile(r"/responses/[^/]+/?$")  # GET: resume a Responses stream
 _END: Final = b""
 
 Scope = MutableMapping[str, Any]
@@ -140,14 +152,52 @@ class LiveStream:
             await send({"type": "http.response.body", "body": item, "more_body": True})
 
 
+def _connections(protocol: str, events: Sequence[Event]) -> list[tuple[list[dict[str, Any]], bool]]:
+    """The trace's connections: its delivered events (each :class:`Replay` expanded) cut at
+    every :class:`Disconnect`, each part rendered as a stream of its own, and whether it
+    ends by dropping. Parts with no wire event are no connection; from the first part that
+    cannot open a stream of its own (it continues a call it never opened, as a resume by
+    ``Last-Event-ID`` or ``starting_after`` does), there are no more."""
+    delivered: list[Event] = []
+    for event in events:
+        if isinstance(event, Replay):
+            delivered += [e for e in events[event.start : event.stop] if not isinstance(e, Replay)]
+        else:
+            delivered.append(event)
+    out: list[tuple[list[dict[str, Any]], bool]] = []
+    part: list[Event] = []
+    for n, event in enumerate(delivered):
+        if not isinstance(event, Disconnect):
+            part.append(event)
+        if isinstance(event, Disconnect) or n == len(delivered) - 1:
+            wire = [e for e in part if isinstance(e, WIRE_EVENTS)]
+            if wire:
+                try:
+                    payloads = render_payloads(protocol, wire)
+                except NotRepresentable:
+                    if not out:
+                        raise
+                    break  # it continues a call no new stream opens: only a resume reaches it
+                as_servers_send(protocol, [payloads])
+                out.append((payloads, isinstance(event, Disconnect)))
+            part = []
+    return out
+
+
 class StaticTrace:
-    """``callsafe serve``: every request gets the trace's rendering; where the trace
-    disconnects, a request's body drops there, and (with ``event_ids``) a reconnect with
-    ``Last-Event-ID`` gets the events after that id (the rest of the stream)."""
+    """``callsafe serve``: the n-th request gets the trace's n-th connection (the last one
+    again once they are used up): where the trace disconnects, the body drops, and the
+    client's reconnect, a new request as Chat Completions and Anthropic have it, gets the
+    events after the disconnect (replays expanded) as a new stream. With ``event_ids`` a
+    request with ``Last-Event-ID`` gets the events after that id (the rest of the stream);
+    for OpenAI Responses, ``GET .../responses/{id}?stream=true&starting_after=N`` gets the
+    response's events after sequence number N."""
 
     def __init__(self, protocol: str, events: Sequence[Event], event_ids: bool = False) -> None:
         self.protocol = protocol
         self.event_ids = event_ids
+        self.connections = _connections(protocol, events)
+        self.requests = 0  # plain requests so far (not resumed by an id or a cursor)
         events = [e for e in events if isinstance(e, WIRE_EVENTS)]  # turns and controls are the application's
         cut_at = next((i for i, e in enumerate(events) if isinstance(e, Disconnect)), None)
         wire = [e for e in events if not isinstance(e, Disconnect)]
@@ -157,12 +207,19 @@ class StaticTrace:
         as_servers_send(protocol, [self.head])
         self.drops = cut_at is not None
 
-    def chunks(self, last_event_id: int | None) -> tuple[list[bytes], bool]:
+    def chunks(self, last_event_id: int | None, starting_after: int | None = None) -> tuple[list[bytes], bool]:
         """The pieces of one response, and whether it ends by dropping the connection."""
-        if last_event_id is None:
-            start, payloads, drops = 0, self.head, self.drops
-        else:
+        if starting_after is not None:  # the Responses resume: by sequence number, never a drop
+            start, drops = 0, False
+            payloads = [p for p in self.full if int(p.get("sequence_number", -1)) > starting_after]
+        elif last_event_id is not None:
             start, payloads, drops = last_event_id + 1, self.full[last_event_id + 1 :], False
+        elif self.connections:
+            payloads, drops = self.connections[min(self.requests, len(self.connections) - 1)]
+            start = 0
+            self.requests += 1
+        else:
+            start, payloads, drops = 0, self.head, self.drops
         out: list[bytes] = []
         for n, payload in enumerate(payloads):
             if n % 3 == 0:
@@ -239,6 +296,9 @@ class LoopbackServer:
             pass  # the request body (the model, the messages, the tools) is not needed
         self.requests += 1
         protocol = _route(str(scope.get("path", "")))
+        if self.static is not None and scope.get("method") == "GET" and _RESUME.search(str(scope.get("path", ""))):
+            await self._resume_static(send, str(scope.get("query_string", b"").decode("latin-1")))
+            return
         if scope.get("method") != "POST" or protocol is None:
             await _json(send, 404, {"error": {"message": f"no streaming endpoint at {scope.get('path')!r}"}})
             return
@@ -262,6 +322,30 @@ class LoopbackServer:
             return
         await _start_sse(send)
         await stream.serve(send)
+
+    async def _resume_static(self, send: Send, query: str) -> None:
+        """``GET .../responses/{id}?stream=true&starting_after=N``: OpenAI's resume of a
+        background response's stream, after sequence number N (all of it without N)."""
+        static = self.static
+        assert static is not None
+        if static.protocol != "openai-responses":
+            await _json(send, 404, {"error": {"message": f"this trace is served as {static.protocol}"}})
+            return
+        params = urllib.parse.parse_qs(query)
+        if params.get("stream", [""])[0].lower() != "true":
+            await _json(send, 400, {"error": {"message": "only the stream of a response is served: add stream=true"}})
+            return
+        after = params.get("starting_after", ["-1"])[0]
+        try:
+            cursor = int(after)
+        except ValueError:
+            await _json(send, 400, {"error": {"message": f"starting_after must be an integer, got {after!r}"}})
+            return
+        chunks, _ = static.chunks(None, starting_after=cursor)
+        await _start_sse(send)
+        for piece in chunks:
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _serve_static(self, send: Send, protocol: str, last: str | None) -> None:
         static = self.static

@@ -366,6 +366,9 @@ class ExecTarget:
         self.protocol = handshake.reads
         self.capabilities = handshake.capabilities
         self.protocol_version = VERSION
+        # Over HTTP the program's SDK makes a new request after a dropped connection: a
+        # response's next events are the body of that request (certify.wire: reconnects).
+        self.reconnects = handshake.wire == "http" and handshake.reads != "abstract"
         self._trace: _Trace | None = None
         self.message_timeout = _seconds("CALLSAFE_EXEC_MESSAGE_TIMEOUT", 10.0)
         self.trace_timeout = _seconds("CALLSAFE_EXEC_TRACE_TIMEOUT", 60.0)
