@@ -689,7 +689,7 @@ def _differences_from_reference(target: str, trace: Any, checked: Any, timeout: 
 @click.argument("trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--protocol",
-    type=click.Choice(["openai-chat", "openai-responses", "anthropic-messages"]),
+    type=click.Choice(["openai-chat", "openai-responses", "anthropic-messages", "gemini"]),
     default="openai-chat",
     show_default=True,
     help="The protocol every request is answered in (the request's path must match).",
@@ -699,8 +699,9 @@ def _differences_from_reference(target: str, trace: Any, checked: Any, timeout: 
 def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool) -> None:
     """Serve TRACE_FILE as a provider's stream on 127.0.0.1 (the loopback provider).
 
-    Point a program's SDK at it: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 or
-    ANTHROPIC_BASE_URL=http://127.0.0.1:PORT. Every request gets the trace rendered for
+    Point a program's SDK at it: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1,
+    ANTHROPIC_BASE_URL=http://127.0.0.1:PORT or GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:PORT
+    (Gemini: .../v1beta/models/M:streamGenerateContent?alt=sse). Every request gets the trace rendered for
     PROTOCOL as real SSE (adversarial chunk boundaries, keep-alives); where the trace
     disconnects the connection drops, and the next request (the reconnect) gets the
     trace's next connection (its replay, then the rest). OpenAI Responses: GET

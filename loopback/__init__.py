@@ -1,6 +1,7 @@
 """The loopback provider: an HTTP server on 127.0.0.1 that answers the OpenAI Chat
-Completions, OpenAI Responses and Anthropic Messages streaming endpoints with a trace
-rendered for that protocol (by :mod:`callsafe.providers`), as real SSE.
+Completions, OpenAI Responses, Anthropic Messages and Gemini
+(``streamGenerateContent?alt=sse``) streaming endpoints with a trace rendered for that
+protocol (by :mod:`callsafe.providers`), as real SSE.
 
 Role: the provider side of wire mode over HTTP. A program under test reads the stream with
 its own SDK (pointed here by ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``), so its HTTP

@@ -30,9 +30,12 @@ What it sends is adversarial on purpose, within what HTTP and SSE allow:
   as JSON.
 
 Requests are routed by their path's end: ``.../chat/completions`` (``openai-chat``),
-``.../responses`` (``openai-responses``), ``.../messages`` (``anthropic-messages``), so any
-base path works (``http://127.0.0.1:PORT/v1`` for OpenAI, ``http://127.0.0.1:PORT`` for
-Anthropic, whose SDK adds ``/v1``).
+``.../responses`` (``openai-responses``), ``.../messages`` (``anthropic-messages``),
+``.../models/{model}:streamGenerateContent?alt=sse`` (``gemini``), so any base path works
+(``http://127.0.0.1:PORT/v1`` for OpenAI, ``http://127.0.0.1:PORT`` for Anthropic, whose
+SDK adds ``/v1``, and for Gemini, whose SDKs add ``/v1beta/models/...``). Gemini is served
+as SSE only: without ``alt=sse`` the API streams one JSON array instead, which is refused
+here with a 400 that says so rather than answered in a form the trace was not cut for.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ ENDPOINTS: Final = {
     "/chat/completions": "openai-chat",
     "/responses": "openai-responses",
     "/messages": "anthropic-messages",
+    ":streamGenerateContent": "gemini",  # .../models/{model}:streamGenerateContent?alt=sse
 }
 KEEP_ALIVE: Final = b": keep-alive\n\n"
 _RESUME: Final = re.compile(r"/responses/[^/]+/?$")  # GET: resume a Responses stream
@@ -296,13 +300,18 @@ class LoopbackServer:
             pass  # the request body (the model, the messages, the tools) is not needed
         self.requests += 1
         protocol = _route(str(scope.get("path", "")))
+        query = bytes(scope.get("query_string", b"")).decode("latin-1")
         if self.static is not None and scope.get("method") == "GET" and _RESUME.search(str(scope.get("path", ""))):
-            await self._resume_static(send, str(scope.get("query_string", b"").decode("latin-1")))
+            await self._resume_static(send, query)
             return
         if scope.get("method") != "POST" or protocol is None:
             await _json(send, 404, {"error": {"message": f"no streaming endpoint at {scope.get('path')!r}"}})
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if protocol == "gemini" and "sse" not in urllib.parse.parse_qs(query).get("alt", []):
+            message = "callsafe serves streamGenerateContent as SSE only: add ?alt=sse"
+            await _json(send, 400, {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}})
+            return
         if self.static is not None:
             await self._serve_static(send, protocol, headers.get("last-event-id"))
             return

@@ -25,7 +25,7 @@ payload is followed by a quiet window of ``CALLSAFE_EXEC_SETTLE`` (default 0.01)
 Wire mode: a program that reads a provider's protocol (``reads`` in ``init_ok``) gets each
 payload as a ``wire`` message, or, with ``"wire": "http"``, reads the stream with its own SDK
 from callsafe's loopback provider (:mod:`callsafe.loopback`), whose address it finds in
-``OPENAI_BASE_URL`` and ``ANTHROPIC_BASE_URL``.
+``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL`` and ``GOOGLE_GEMINI_BASE_URL``.
 """
 
 from __future__ import annotations
@@ -210,6 +210,8 @@ class _Pool:
             env["ANTHROPIC_BASE_URL"] = base
             env.setdefault("OPENAI_API_KEY", "callsafe-loopback")
             env.setdefault("ANTHROPIC_API_KEY", "callsafe-loopback")
+            env["GOOGLE_GEMINI_BASE_URL"] = base  # the Gemini SDKs add /v1beta/models/...
+            env.setdefault("GEMINI_API_KEY", "callsafe-loopback")
         return env
 
     def spawn(self) -> tuple[_Process, Handshake]:

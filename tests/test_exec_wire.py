@@ -184,3 +184,39 @@ def test_the_anthropic_and_responses_sdks_read_the_cut_streams_of_their_endpoint
         assert response.status == "completed" and json.loads(call.arguments) == {"note": "h\u00e9llo"}
     finally:
         server.stop()
+
+
+def test_gemini_stream_generate_content_is_served_as_sse_with_alt_sse_and_refused_without() -> None:
+    from callsafe.providers.streams import parse_payloads
+
+    trace = _one_call("call_1", "0")
+    server = LoopbackServer(static=StaticTrace("gemini", trace.events)).start()
+    try:
+        url = f"{server.base_url}/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+        with httpx.stream("POST", url, params={"alt": "sse"}, json={}) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            pieces = list(response.iter_raw())
+        assert any(p.endswith(b"\xc3") for p in pieces), "a chunk ends inside a two-byte character"
+        events = SSEDecoder()
+        payloads = [json.loads(e.data) for p in pieces for e in events.feed(p)] + [
+            json.loads(e.data) for e in events.close()
+        ]
+        parsed = parse_payloads("gemini", payloads, turn="t1", response="r").events
+        text = "".join(getattr(e, "text", "") for e in parsed if e.kind == "fragment")
+        assert json.loads(text) == {"note": "h\u00e9llo"} and parsed[-1].kind == "response_terminal"
+        refused = httpx.post(url, json={})  # without alt=sse the API streams a JSON array
+        assert refused.status_code == 400 and "alt=sse" in refused.json()["error"]["message"]
+    finally:
+        server.stop()
+
+
+def test_a_program_reading_gemini_over_http_is_certified_through_the_loopback_provider() -> None:
+    from callsafe.certify.wire_traces import wire_traces
+
+    spec = f"exec:{sys.executable} {ROOT / 'tests' / 'exec_programs' / 'gemini_http.py'}"
+    trace = next(wire_traces())  # one whole call, completed at the end
+    checked = check_trace(spec, trace)
+    assert checked.run is not None and not checked.run.errors, checked.run and checked.run.errors
+    executed = [o for o in checked.run.observations if o.kind == "executed"]
+    assert [(o.tool, o.arguments) for o in executed] == [("pay", {"amount": 100})]
+    assert not checked.violated
