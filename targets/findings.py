@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import StopReason, ToolSpec, Trace
-from callsafe.providers.adversities import wire_trace
+from callsafe.providers.adversities import Variant, read_back, wire_trace
 
 __all__ = ["FINDINGS", "NOTES", "REPRO_DIR", "Finding", "findings_for", "findings_markdown", "notes_for"]
 
@@ -117,6 +117,94 @@ def _book_cut_in_a_string() -> Trace:
     return b.response_end("length").build()
 
 
+def _recorded(protocol: str, label: str, payloads: tuple[dict[str, Any], ...]) -> Trace:
+    """A stream written out payload by payload (a shape no operator makes from a rendered
+    trace), read back by the protocol's parser as the adversities are, so that its expected
+    verdict is the oracle's on what the parser reads (never set by hand)."""
+    return read_back(
+        _b().build(), protocol, "recorded", "issue 18 (a library surface's finding)", Variant(label, payloads)
+    )
+
+
+def _fc(n: int, arguments: str = "", status: str = "in_progress") -> dict[str, Any]:
+    return {"id": f"fc_{n}", "type": "function_call", "status": status, "arguments": arguments}
+
+
+_SPLICED_RESPONSES: Final = (
+    {"type": "response.created", "sequence_number": 0, "response": {"id": "r1", "status": "in_progress", "output": []}},
+    {
+        "type": "response.output_item.added",
+        "sequence_number": 1,
+        "output_index": 0,
+        "item": {**_fc(1), "call_id": "call_a", "name": "pay"},
+    },
+    {
+        "type": "response.function_call_arguments.delta",
+        "sequence_number": 2,
+        "item_id": "fc_1",
+        "output_index": 0,
+        "delta": '{"amount":1',
+    },
+    {"type": "response.created", "sequence_number": 3, "response": {"id": "r2", "status": "in_progress", "output": []}},
+    {
+        "type": "response.output_item.added",
+        "sequence_number": 4,
+        "output_index": 0,
+        "item": {**_fc(2), "call_id": "call_b", "name": "pay"},
+    },
+    {
+        "type": "response.function_call_arguments.delta",
+        "sequence_number": 5,
+        "item_id": "fc_2",
+        "output_index": 0,
+        "delta": '{"amount":5}',
+    },
+    {
+        "type": "response.function_call_arguments.done",
+        "sequence_number": 6,
+        "item_id": "fc_2",
+        "output_index": 0,
+        "arguments": '{"amount":5}',
+    },
+    {
+        "type": "response.output_item.done",
+        "sequence_number": 7,
+        "output_index": 0,
+        "item": {**_fc(2, '{"amount":5}', "completed"), "call_id": "call_b", "name": "pay"},
+    },
+    {
+        "type": "response.completed",
+        "sequence_number": 8,
+        "response": {
+            "id": "r2",
+            "status": "completed",
+            "output": [{**_fc(2, '{"amount":5}', "completed"), "call_id": "call_b", "name": "pay"}],
+        },
+    },
+)
+_BLOCK_IN_MESSAGE_START: Final = (
+    {
+        "type": "message_start",
+        "message": {
+            "id": "r1",
+            "type": "message",
+            "role": "assistant",
+            "model": "callsafe",
+            "content": [{"type": "tool_use", "id": "call_a", "name": "pay", "input": {"amount": 100}}],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        },
+    },
+    {
+        "type": "message_delta",
+        "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+        "usage": {"output_tokens": 0},
+    },
+    {"type": "message_stop"},
+)
+
+
 T, X, C, L, ONCE = "INV-TERMINAL", "INV-EXACT-ARGS", "INV-CANCEL", "LIVE-DISPATCH", "INV-ONCE"
 OA_DONE, OA_FINAL, OA_NONSTRICT, OA_FINAL_NONSTRICT = (
     "openai:openai-chat:done_event",
@@ -140,7 +228,8 @@ AN_STOP, AN_FINAL, AN_FINE = (
 AN_EVERY = "anthropic:anthropic-messages:final+every-block"
 LC_FINAL, LC_PREVIEW = "langchain-core:openai-chat:final", "langchain-core:openai-chat:preview"
 PA_AGENT, PA_PARTS = "pydantic-ai-slim:openai-chat:agent", "pydantic-ai-slim:openai-chat:parts"
-LL_FINAL = "litellm:openai-chat:final"
+PA_RESP, PA_ANTH = "pydantic-ai-slim:openai-responses:agent", "pydantic-ai-slim:anthropic-messages:agent"
+LL_FINAL, LL_STREAM = "litellm:openai-chat:final", "litellm:openai-chat:stream"
 
 FINDINGS: Final[tuple[Finding, ...]] = (
     # -- openai, Chat Completions ------------------------------------------------------------
@@ -281,19 +370,21 @@ FINDINGS: Final[tuple[Finding, ...]] = (
     Finding(
         "PA-LENGTH-STOP",
         "pydantic-ai-slim",
-        "the Agent runs the tool calls of a response that ended with finish_reason length; only a last call whose "
-        "JSON does not parse is refused (check_incomplete_tool_call)",
+        "the Agent runs the tool calls of a response that ended with finish_reason length (over Responses: "
+        "incomplete, max_output_tokens; over Anthropic: stop_reason max_tokens); only a last call whose JSON does "
+        "not parse is refused (check_incomplete_tool_call, in the agent graph whatever the model)",
         "pydantic_ai_length_stop_runs_tool.py",
         (_one(WHOLE, "length", "length"),),
-        {PA_AGENT: _s(T, C)},
+        {PA_AGENT: _s(T, C), PA_RESP: _s(T, C), PA_ANTH: _s(T, C)},
     ),
     Finding(
         "PA-NO-FINISH-REASON",
         "pydantic-ai-slim",
-        "a stream that ended without any finish_reason counts as 'stop': its calls run",
+        "a stream that ended without any finish_reason counts as 'stop': its calls run (over Responses and "
+        "Anthropic too: a body that ends without response.completed / message_stop runs its calls)",
         "pydantic_ai_no_finish_reason_runs_tool.py",
         (_one(WHOLE, None, None),),
-        {PA_AGENT: _s(T), PA_PARTS: _s(T)},
+        {PA_AGENT: _s(T), PA_PARTS: _s(T), PA_RESP: _s(T), PA_ANTH: _s(T)},
     ),
     Finding(
         "PA-INDEX-COLLISION",
@@ -320,7 +411,7 @@ FINDINGS: Final[tuple[Finding, ...]] = (
         "joined, so the first call is lost, and glued fragments that parse run under the second id",
         "litellm_index_collision.py",
         (_two(WHOLE, WHOLE, shared=True),),
-        {LL_FINAL: _s(L)},
+        {LL_FINAL: _s(L), LL_STREAM: _s(L)},
     ),
     # -- findings that only wire adversities show (issue 18) -------------------------------------
     Finding(
@@ -418,12 +509,49 @@ FINDINGS: Final[tuple[Finding, ...]] = (
         {PA_AGENT: _s(T, C), PA_PARTS: _s(T, C)},
     ),
     Finding(
+        "PA-RESP-DUPLICATE-DELTA",
+        "pydantic-ai-slim",
+        "over Responses, a delta replayed with its sequence_number is appended ('{\"amount\":100}00}'): the "
+        "arguments no longer parse, and the call (whose done events say '{\"amount\":100}') never runs",
+        "pydantic_ai_responses_duplicate_delta.py",
+        (_adversity(RESP, "duplicated-delta", "delta 2 replayed with its sequence number"),),
+        {PA_RESP: _s(L)},
+    ),
+    Finding(
+        "PA-RESP-SECOND-CREATED",
+        "pydantic-ai-slim",
+        "over Responses, a second response.created (another id) inside the open response is ignored: a call of "
+        "the stream spliced from two responses runs",
+        "pydantic_ai_responses_second_created.py",
+        (_recorded(RESP, "a second response.created inside the open response", _SPLICED_RESPONSES),),
+        {PA_RESP: _s(X)},
+    ),
+    Finding(
+        "PA-ANTH-MESSAGE-START-BLOCKS",
+        "pydantic-ai-slim",
+        "over Anthropic, nothing is read from message_start's content: a complete tool_use block there "
+        "(programmatic tool calling sends them so) never runs",
+        "pydantic_ai_anthropic_tool_use_in_message_start.py",
+        (_recorded(ANTH, "a complete tool_use block inside message_start", _BLOCK_IN_MESSAGE_START),),
+        {PA_ANTH: _s(L)},
+    ),
+    Finding(
         "LL-LATE-DATA",
         "litellm",
         _LATE,
         "litellm_late_data_after_finish.py",
         (_adversity(CHAT, *EVERY_CHUNK),),
-        {LL_FINAL: _s(T, C)},
+        {LL_FINAL: _s(T, C), LL_STREAM: _s(T, C)},
+    ),
+    Finding(
+        "LL-EMPTY-ARGUMENTS",
+        "litellm",
+        "a tool call whose streamed arguments were '' is rebuilt with arguments '{}': a call that carried no "
+        "arguments (not JSON) is presented as a valid call with an empty object and runs (on the streaming "
+        "path of completion(stream=True) too)",
+        "litellm_empty_arguments_become_object.py",
+        (_b().open("call_a", "pay", item="0").terminal("call_a").response_end().build(),),
+        {LL_FINAL: _s(T), LL_STREAM: _s(T)},
     ),
 )
 

@@ -19,6 +19,7 @@ from callsafe.targets.litellm import LiteLLMTarget
 from callsafe.targets.openai_chat import OpenAIChatTarget
 from callsafe.targets.openai_responses import OpenAIResponsesTarget
 from callsafe.targets.pydantic_ai import PydanticAITarget
+from callsafe.targets.pydantic_ai_agents import PydanticAIAnthropicTarget, PydanticAIResponsesTarget
 
 __all__ = ["LIBRARY_TARGETS", "make", "unavailable"]
 
@@ -39,7 +40,10 @@ LIBRARY_TARGETS: Final[dict[str, Callable[[], WireTarget]]] = {
     "langchain-core:openai-chat:preview": lambda: LangChainCoreTarget("preview"),
     "pydantic-ai-slim:openai-chat:agent": lambda: PydanticAITarget("agent"),
     "pydantic-ai-slim:openai-chat:parts": lambda: PydanticAITarget("parts"),
+    "pydantic-ai-slim:openai-responses:agent": lambda: PydanticAIResponsesTarget("agent"),
+    "pydantic-ai-slim:anthropic-messages:agent": lambda: PydanticAIAnthropicTarget("agent"),
     "litellm:openai-chat:final": lambda: LiteLLMTarget("final"),
+    "litellm:openai-chat:stream": lambda: LiteLLMTarget("stream"),
 }
 
 

@@ -43,8 +43,8 @@ from callsafe.targets._common import CHAT_COMPLETED_REASONS, WireTarget, openai_
 if TYPE_CHECKING:
     import httpx2
     from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
-    from pydantic_ai import RunContext
     from pydantic_ai._parts_manager import ModelResponsePartsManager
+    from pydantic_ai.models import Model
 
 __all__ = ["PydanticAITarget", "available"]
 
@@ -169,50 +169,19 @@ class PydanticAITarget(WireTarget):
 
     def _run_agent(self, payloads: list[Mapping[str, Any]], stream_id: str | None, index: dict[str, int]) -> None:
         """Serve the stream to a real ``Agent`` and let it decide which tools run."""
-        import httpx2
         from openai import AsyncOpenAI
-        from pydantic_ai import Agent, Tool
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        bodies = [_sse(payloads)]
+        from callsafe.targets.pydantic_ai_agents import run_agent
 
-        def handler(request: httpx2.Request) -> httpx2.Response:
-            body = bodies.pop(0) if bodies else _sse([_FOLLOW_UP])
-            return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
-
-        client = AsyncOpenAI(
-            api_key="callsafe-local",
-            base_url="http://callsafe.invalid/v1",
-            http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
-            max_retries=0,
-        )
-        model = OpenAIChatModel("gpt-4o", provider=OpenAIProvider(openai_client=client))
-
-        def make_tool(name: str) -> Any:
-            def run_tool(ctx: RunContext[None], **arguments: Any) -> str:
-                call_id = ctx.tool_call_id
-                ids = openai_chat_ids(stream_id, index.get(call_id or ""), call_id)
-                self._executed_by_library(ids, name, arguments)
-                return "ok"
-
-            return run_tool
-
-        catalog = self._env.tools if self._env is not None else {}
-        tools = [
-            Tool.from_schema(
-                make_tool(name), name=name, description=name, json_schema=dict(spec.schema), takes_ctx=True
+        def model(http: httpx2.AsyncClient) -> Model:
+            client = AsyncOpenAI(
+                api_key="callsafe-local", base_url="http://callsafe.invalid/v1", http_client=http, max_retries=0
             )
-            for name, spec in catalog.items()
-        ]
-        agent = Agent(model, tools=tools)
+            return OpenAIChatModel("gpt-4o", provider=OpenAIProvider(openai_client=client))
 
-        async def drain(ctx: Any, events: Any) -> None:
-            async for _ in events:
-                pass
+        def ids(call_id: str | None) -> tuple[str, str, str]:
+            return openai_chat_ids(stream_id, index.get(call_id or ""), call_id)
 
-        try:
-            agent.run_sync("callsafe", event_stream_handler=drain)
-        except Exception as exc:
-            self._failed(exc)
-            raise
+        run_agent(self, _sse(payloads), _sse([_FOLLOW_UP]), model, ids)

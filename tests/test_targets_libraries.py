@@ -275,6 +275,30 @@ FINDINGS: dict[str, Finding] = {
         "(jcode #1326), '{\"amount\":1' ended, then '00}' runs {'amount': 100} (issue 18)",
         "pydantic_ai_late_data_after_finish.py",
     ),
+    "PA-RESP-DUPLICATE-DELTA": Finding(
+        "pydantic-ai-slim",
+        "liveness",
+        "LIVE-DISPATCH",
+        "over Responses, a delta delivered twice with the same sequence_number is appended: the arguments no "
+        "longer parse and the call never runs",
+        "pydantic_ai_responses_duplicate_delta.py",
+    ),
+    "PA-RESP-SECOND-CREATED": Finding(
+        "pydantic-ai-slim",
+        "safety",
+        "INV-EXACT-ARGS",
+        "over Responses, a second response.created inside the open response is ignored: a call of the spliced "
+        "stream runs",
+        "pydantic_ai_responses_second_created.py",
+    ),
+    "PA-ANTH-MESSAGE-START-BLOCKS": Finding(
+        "pydantic-ai-slim",
+        "liveness",
+        "LIVE-DISPATCH",
+        "over Anthropic, nothing is read from message_start's content: complete tool_use blocks there "
+        "(programmatic tool calling) never run",
+        "pydantic_ai_anthropic_tool_use_in_message_start.py",
+    ),
     "LL-INDEX-COLLISION": Finding(
         "litellm",
         "safety",
@@ -490,6 +514,18 @@ RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
         [_must_not("call_b", "pay", '{"amount":100}')],
     ),
     ("pydantic-ai-slim:openai-chat:agent", "chat-repeated-id-name"): ("PA-REPEATED-NAME", _LIVE_A),
+    ("pydantic-ai-slim:openai-responses:agent", "responses-incomplete"): (
+        "PA-LENGTH-STOP",
+        [_must_not("call_1", "pay", '{"amount":100}')],
+    ),
+    ("pydantic-ai-slim:openai-responses:agent", "responses-duplicate-delta"): (
+        "PA-RESP-DUPLICATE-DELTA",
+        ["LIVE-DISPATCH: call_1 never executed"],
+    ),
+    ("pydantic-ai-slim:openai-responses:agent", "responses-second-created"): (
+        "PA-RESP-SECOND-CREATED",
+        [_must_not("call_2", "pay", '{"amount":5}')],
+    ),
     ("pydantic-ai-slim:openai-chat:agent", "chat-length-parses"): ("PA-LENGTH-STOP", _A100),
     ("pydantic-ai-slim:openai-chat:agent", "chat-length-second-call"): ("PA-LENGTH-STOP", _A100),
     ("pydantic-ai-slim:openai-chat:agent", "chat-no-finish-reason"): ("PA-NO-FINISH-REASON", _A100),
@@ -507,6 +543,12 @@ RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
         [_must_not("call_b", "pay", '{"amount":100}')],
     ),
     ("litellm:openai-chat:final", "chat-no-finish-reason"): ("LL-NO-FINISH-REASON", _A100),
+    # completion(stream=True) over loopback HTTP: the same rebuild, but a body without a finish_reason raises
+    ("litellm:openai-chat:stream", "chat-index-collision"): ("LL-INDEX-COLLISION", _LIVE_AB),
+    ("litellm:openai-chat:stream", "chat-index-collision-glued-valid"): (
+        "LL-INDEX-COLLISION",
+        [_must_not("call_b", "pay", '{"amount":100}')],
+    ),
     # data after the finish reason (issue 18): every Chat accumulator appends it
     ("openai:openai-chat:done_event", "chat-finish-every-chunk"): ("OA-CHAT-LATE-DATA", _A100),
     ("openai:openai-chat:final", "chat-finish-every-chunk"): ("OA-CHAT-LATE-DATA", _A100),
@@ -516,6 +558,7 @@ RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
     ("pydantic-ai-slim:openai-chat:agent", "chat-finish-every-chunk"): ("PA-LATE-DATA", _A100),
     ("pydantic-ai-slim:openai-chat:parts", "chat-finish-every-chunk"): ("PA-LATE-DATA", _A100),
     ("litellm:openai-chat:final", "chat-finish-every-chunk"): ("LL-LATE-DATA", _A100),
+    ("litellm:openai-chat:stream", "chat-finish-every-chunk"): ("LL-LATE-DATA", _A100),
 }
 
 
@@ -712,6 +755,10 @@ CAPTURE_RECORD: dict[tuple[str, str], tuple[str, list[str]]] = {
         "anthropic:anthropic-messages:block_stop+fine-grained",
         "anthropic/anthropic-programmatic-tool-calling.1.chunks.txt",
     ): ("AN-BLOCK-STOP-NO-EMBEDDED", _ROLLS_MISSED),
+    ("pydantic-ai-slim:anthropic-messages:agent", "anthropic/anthropic-programmatic-tool-calling.1.chunks.txt"): (
+        "PA-ANTH-MESSAGE-START-BLOCKS",
+        _ROLLS_MISSED,
+    ),
     ("anthropic:anthropic-messages:block_stop", "anthropic/spliced-message-start.chunks.txt"): (
         "AN-SECOND-MESSAGE-START",
         [_must_not("toolu_first", "test-tool", '{"value":"Spark{"}')],
