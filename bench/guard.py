@@ -45,7 +45,7 @@ __all__ = ["NAME", "TITLE", "run"]
 NAME = "guard"
 TITLE = "callsafe.guard: the cost over the SDK's own stream iteration"
 
-STREAMS, QUICK_STREAMS = 40, 4
+STREAMS, QUICK_STREAMS = 40, 2
 FRAGMENTS, QUICK_FRAGMENTS = 24, 6
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}}}
 ITEMS = {"openai-chat": ("0", "1"), "openai-responses": ("fc_a", "fc_b"), "anthropic-messages": ("0", "1")}
@@ -231,7 +231,7 @@ def run(config: Config) -> Section:
     ``guard-sqlite``."""
     streams = QUICK_STREAMS if config.quick else STREAMS
     fragments = QUICK_FRAGMENTS if config.quick else FRAGMENTS
-    repeat = 2 if config.quick else config.repeat
+    repeat = 1 if config.quick else config.repeat
     ratios: dict[str, float] = {}
     lines = [f"## {TITLE}", ""]
     note = busy_note()
