@@ -536,6 +536,16 @@ FINDINGS: Final[tuple[Finding, ...]] = (
         {PA_ANTH: _s(L)},
     ),
     Finding(
+        "PA-ANTH-LATE-DELTA",
+        "pydantic-ai-slim",
+        "over Anthropic, an input_json_delta after its block's content_block_stop (or after message_delta or "
+        "message_stop) is appended to the stopped call ('{\"amount\":100}' + '0'): its input no longer parses "
+        "and the call never runs",
+        "pydantic_ai_anthropic_delta_after_block_stop.py",
+        (_adversity(ANTH, "delta-after-block-or-message-stop", "a delta after content_block_stop"),),
+        {PA_ANTH: _s(L)},
+    ),
+    Finding(
         "LL-LATE-DATA",
         "litellm",
         _LATE,
