@@ -106,13 +106,26 @@ class RowSpec:
     """One row: the target name the harness resolves, and how the row is labelled."""
 
     spec: str
-    library: str  # distribution name ("callsafe" for the reference)
+    library: str  # distribution name ("callsafe" for the reference), or npm package (node)
     protocol: str
     surface: str
+    ecosystem: str = "python"  # "python" | "node": the matrix's groups (--ecosystem)
+    # Options overrides for this row (a program reading HTTP runs fewer walks): fixed per
+    # row, so the row is still a function of the seed; recorded in the row's JSON.
+    overrides: tuple[tuple[str, Any], ...] = ()
 
     @property
     def label(self) -> str:
         return f"{self.library} · {self.protocol} · {self.surface}"
+
+    @property
+    def version_key(self) -> str:
+        """The key of the row's library in the matrix's ``versions``: the distribution, and
+        ``npm:`` before a Node package (``openai`` is on both registries)."""
+        return f"npm:{self.library}" if self.ecosystem == "node" else self.library
+
+    def options(self, base: Options) -> Options:
+        return dataclasses.replace(base, **dict(self.overrides)) if self.overrides else base
 
 
 REFERENCE_ROW: Final = RowSpec("reference:memory", "callsafe", ABSTRACT, "reference implementation (memory store)")
@@ -125,16 +138,36 @@ GUARD_ROWS: Final = tuple(
 )
 
 
-def default_rows() -> list[RowSpec]:
-    """The reference, the guard over each protocol, then every library adapter of the
-    catalog, in catalog order."""
+def default_rows(ecosystem: str | None = None) -> list[RowSpec]:
+    """The reference, the guard over each protocol, every library adapter of the catalog
+    in catalog order, the Python agent frameworks, then the TypeScript libraries
+    (:mod:`callsafe.targets.programs`); with ``ecosystem``, only that group's library rows
+    after the reference (the yardstick is in every run)."""
     from callsafe.targets.libraries import LIBRARY_TARGETS
+    from callsafe.targets.program_catalog import program_rows
+    from callsafe.targets.programs import ECOSYSTEMS
 
+    if ecosystem is not None and ecosystem not in ECOSYSTEMS:
+        raise ValueError(f"the ecosystems are {', '.join(ECOSYSTEMS)}, got {ecosystem!r}")
     rows = [REFERENCE_ROW, *GUARD_ROWS]
     for name in LIBRARY_TARGETS:
         library, protocol, surface = name.split(":", 2)
         rows.append(RowSpec(f"library:{name}", library, protocol, surface))
-    return rows
+    for program in program_rows().values():
+        overrides = tuple(sorted(program.options.items()))
+        rows.append(
+            RowSpec(
+                f"library:{program.name}",
+                program.library,
+                program.protocol,
+                program.surface,
+                program.ecosystem,
+                overrides,
+            )
+        )
+    if ecosystem is None:
+        return rows
+    return [REFERENCE_ROW, *(r for r in rows[1:] if r.ecosystem == ecosystem)]
 
 
 @dataclass
@@ -193,6 +226,8 @@ class RowResult:
             "version": self.version,
             "protocol": self.row.protocol,
             "surface": self.row.surface,
+            "ecosystem": self.row.ecosystem,
+            **({"options": dict(self.row.overrides)} if self.row.overrides else {}),
             "available": self.unavailable is None,
             **({"unavailable": self.unavailable} if self.unavailable else {}),
             "traces_generated": self.traces_generated,
@@ -216,12 +251,21 @@ class Matrix:
     version: str = __version__
 
     @property
+    def node_version(self) -> str | None:
+        """Node.js's version when a node row ran (``node --version``), else ``None``."""
+        if not any(r.row.ecosystem == "node" and r.unavailable is None for r in self.rows):
+            return None
+        from callsafe.targets.programs import node_version
+
+        return node_version()
+
+    @property
     def versions(self) -> dict[str, str]:
         """Each measured library's version, by distribution (the reference: callsafe's)."""
         out: dict[str, str] = {}
         for r in self.rows:
             if r.version is not None:
-                out.setdefault(r.row.library, r.version)
+                out.setdefault(r.row.version_key, r.version)
         return out
 
 
@@ -237,7 +281,11 @@ def _version(row: RowSpec) -> str | None:
     if row.protocol == ABSTRACT or row.library == "callsafe":
         return __version__
     from callsafe.targets._common import library_version
+    from callsafe.targets.program_catalog import program_rows
 
+    program = program_rows().get(row.spec.partition(":")[2])
+    if program is not None:
+        return program.version()
     return library_version(row.library)
 
 
@@ -269,7 +317,7 @@ def run_matrix(
             }
         else:
             begun = time.perf_counter()
-            cert = certify(row.spec, options)
+            cert = certify(row.spec, row.options(options))
             result.seconds = time.perf_counter() - begun
             _fill(result, cert)
         results.append(result)
@@ -376,6 +424,7 @@ def matrix_json(m: Matrix) -> dict[str, Any]:
         "version": MATRIX_VERSION,
         "callsafe_version": m.version,
         "python": platform.python_version(),
+        **({"node": m.node_version} if m.node_version else {}),
         "options": m.options.to_json() | {"budget_applies_to": "each row"},
         "versions": dict(sorted(m.versions.items())),
         "invariants": [
@@ -405,7 +454,14 @@ def _measured_on(m: Matrix) -> str:
 
 def _row_title(r: RowResult) -> str:
     version = f" {r.version}" if r.version else ""
-    return f"{r.row.library}{version} · {r.row.protocol} · {r.row.surface}"
+    overrides = ", ".join(f"{k} {v}" for k, v in r.row.overrides)
+    return f"{r.row.library}{version} · {r.row.protocol} · {r.row.surface}" + (f" ({overrides})" if overrides else "")
+
+
+def _runtimes(m: Matrix) -> str:
+    """The interpreters the rows ran on: Python always, Node.js when a node row ran."""
+    node = m.node_version
+    return f"Python {platform.python_version()}" + (f", Node.js {node}" if node else "")
 
 
 def _cell_ref(r: RowResult, inv: str) -> str:
@@ -446,35 +502,60 @@ LIBRARY_RULES: Final = (
 )
 
 
+PROGRAM_RULES: Final = (
+    "How a program row is judged (the Python agent frameworks and the TypeScript libraries). The library runs "
+    "as a program over the callsafe target protocol, and its own SDK reads each trace as real SSE over HTTP from "
+    "callsafe's loopback provider. Where the library or framework runs tools itself, the tools it was given are "
+    "callsafe's executor, so a cell is about what reached a tool, not what the library printed; where the "
+    "application decides (a stream helper), the program runs the tool when the surface presents the call as "
+    "finished. Cancellation is the library's own abort or cancel API, and a surface that has none declares no "
+    "capability (not applicable). A program that crashes or hangs is a target error, never holds. Such a row may "
+    "run fewer walks or a lower exhaustive depth than the in-process rows (HTTP costs time); its overrides are "
+    "printed with the row and recorded in the JSON.",
+)
+
+
 def matrix_markdown(m: Matrix, files: MatrixFiles | None = None) -> str:
     """The table, what each cell means, and each violated cell's evidence, as Markdown."""
     head = ["library · protocol · surface", *(inv.id for inv in INVARIANTS)]
     lines = [
         "# callsafe conformance matrix",
         "",
-        f"Measured on {_measured_on(m)} with callsafe {m.version}, Python {platform.python_version()}; "
+        f"Measured on {_measured_on(m)} with callsafe {m.version}, {_runtimes(m)}; "
         f"seed {m.options.seed}, exhaustive depth {m.options.depth}, {m.options.walks} random walks, budget "
         f"{'none' if m.options.budget is None else f'{m.options.budget:g} s per row'}.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
     ]
-    for r in m.rows:
-        cells = []
-        for inv in INVARIANTS:
-            cell = r.cells[inv.id]
-            label = STATUS_LABEL[cell.status]
-            if cell.status == "violated":
-                label = f"**[violated](#{_cell_ref(r, inv.id)})**"
-            elif cell.notes:
-                label = f"[{label}](#{_cell_ref(r, inv.id)})"
-            cells.append(label)
-        title = _row_title(r) + (" (not installed)" if r.unavailable else "")
-        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    for group, members in _groups(m.rows):
+        if group:
+            lines.append(f"| **{group}** |" + " |" * len(INVARIANTS))
+        lines += [_markdown_row(r) for r in members]
     lines += ["", "What a cell means:", ""]
     lines += [f"- **{word}**: {meaning}." for word, meaning in LEGEND]
-    lines += ["", *LIBRARY_RULES]
-    lines += [
+    lines += ["", *LIBRARY_RULES, "", *PROGRAM_RULES]
+    lines += _markdown_tail(m, files)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _markdown_row(r: RowResult) -> str:
+    cells = []
+    for inv in INVARIANTS:
+        cell = r.cells[inv.id]
+        label = STATUS_LABEL[cell.status]
+        if cell.status == "violated":
+            label = f"**[violated](#{_cell_ref(r, inv.id)})**"
+        elif cell.notes:
+            label = f"[{label}](#{_cell_ref(r, inv.id)})"
+        cells.append(label)
+    title = _row_title(r) + (" (not installed)" if r.unavailable else "")
+    return f"| {title} | " + " | ".join(cells) + " |"
+
+
+def _markdown_tail(m: Matrix, files: MatrixFiles | None) -> list[str]:
+    """The per-row counts, then each violated or annotated cell's evidence."""
+    lines = [
         "",
         "| row | traces run | not applicable (why: traces) | target errors |",
         "|---|---|---|---|",
@@ -518,7 +599,20 @@ def matrix_markdown(m: Matrix, files: MatrixFiles | None = None) -> str:
             lines += ["```", *ce["steps"], "```", ""]
             lines += [f"- {f}" for f in ce["findings"]]
             lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
+
+
+GROUP_TITLES: Final = {"python": "Python", "node": "Node.js (TypeScript)"}
+
+
+def _groups(rows: Sequence[RowResult]) -> list[tuple[str, list[RowResult]]]:
+    """The rows by ecosystem, in first-appearance order: callsafe's own rows (untitled,
+    the yardstick) first, then each ecosystem's library rows under its title."""
+    groups: dict[str, list[RowResult]] = {}
+    for r in rows:
+        key = "" if r.row.library == "callsafe" else GROUP_TITLES.get(r.row.ecosystem, r.row.ecosystem)
+        groups.setdefault(key, []).append(r)
+    return list(groups.items())
 
 
 _CSS: Final = """
@@ -543,29 +637,41 @@ def matrix_html(m: Matrix, files: MatrixFiles | None = None) -> str:
         '<html lang="en"><head><meta charset="utf-8"><title>callsafe conformance matrix</title>',
         f"<style>{_CSS}</style></head><body>",
         "<h1>callsafe conformance matrix</h1>",
-        f"<p class='muted'>Measured on {_measured_on(m)} with callsafe {escape(m.version)}, Python "
-        f"{escape(platform.python_version())}; seed {m.options.seed}, depth {m.options.depth}, "
+        f"<p class='muted'>Measured on {_measured_on(m)} with callsafe {escape(m.version)}, "
+        f"{escape(_runtimes(m))}; seed {m.options.seed}, depth {m.options.depth}, "
         f"{m.options.walks} walks, budget {'none' if m.options.budget is None else f'{m.options.budget:g} s per row'}; "
         f"{m.seconds:.1f} s.</p>",
         "<table><tr><th>library · protocol · surface</th>"
         + "".join(f"<th class='inv' title='{escape(inv.title)}'>{escape(inv.id)}</th>" for inv in INVARIANTS)
         + "<th>traces run</th></tr>",
     ]
-    for r in m.rows:
-        tds = []
-        for inv in INVARIANTS:
-            cell = r.cells[inv.id]
-            text = escape(STATUS_LABEL[cell.status])
-            if cell.counterexample or cell.notes:
-                text = f"<a href='#{_cell_ref(r, inv.id)}'>{text}</a>"
-            tip = escape(cell.reason or f"{cell.traces_checked} traces checked, {cell.traces_violated} violating")
-            tds.append(f"<td class='cell {cell.status}' title='{tip}'>{text}</td>")
-        title = escape(_row_title(r)) + (" <span class='muted'>(not installed)</span>" if r.unavailable else "")
-        parts.append(f"<tr><td>{title}</td>{''.join(tds)}<td>{r.traces_run}</td></tr>")
-    parts.append("</table><ul>")
+    for group, members in _groups(m.rows):
+        if group:
+            parts.append(f"<tr><th colspan='{len(INVARIANTS) + 2}'>{escape(group)}</th></tr>")
+        parts += [_html_row(r) for r in members]
+    parts += _html_tail(m, files)
+    return "\n".join(parts) + "\n"
+
+
+def _html_row(r: RowResult) -> str:
+    tds = []
+    for inv in INVARIANTS:
+        cell = r.cells[inv.id]
+        text = escape(STATUS_LABEL[cell.status])
+        if cell.counterexample or cell.notes:
+            text = f"<a href='#{_cell_ref(r, inv.id)}'>{text}</a>"
+        tip = escape(cell.reason or f"{cell.traces_checked} traces checked, {cell.traces_violated} violating")
+        tds.append(f"<td class='cell {cell.status}' title='{tip}'>{text}</td>")
+    title = escape(_row_title(r)) + (" <span class='muted'>(not installed)</span>" if r.unavailable else "")
+    return f"<tr><td>{title}</td>{''.join(tds)}<td>{r.traces_run}</td></tr>"
+
+
+def _html_tail(m: Matrix, files: MatrixFiles | None) -> list[str]:
+    """The legend, the rules, the per-row counts and each cell's evidence, as HTML."""
+    parts = ["</table><ul>"]
     parts += [f"<li><b>{escape(w)}</b>: {escape(meaning)}.</li>" for w, meaning in LEGEND]
     parts.append("</ul>")
-    parts += [f"<p>{escape(p)}</p>" for p in LIBRARY_RULES]
+    parts += [f"<p>{escape(p)}</p>" for p in (*LIBRARY_RULES, *PROGRAM_RULES)]
     parts.append(
         "<table><tr><th>row</th><th>traces run</th><th>not applicable (why: traces)</th><th>target errors</th></tr>"
     )
@@ -612,7 +718,7 @@ def matrix_html(m: Matrix, files: MatrixFiles | None = None) -> str:
                     )
             parts.append("</div>")
     parts.append("</body></html>")
-    return "\n".join(parts)
+    return parts
 
 
 # --------------------------------------------------------------------------------------

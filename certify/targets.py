@@ -11,7 +11,9 @@ can be imported anywhere:
   run starts, never at import time;
 * ``library:NAME``: a third-party client library behind its adapter, ``NAME`` from the
   catalog :data:`callsafe.targets.libraries.LIBRARY_TARGETS` (``library:openai:openai-chat:final``);
-  these read a provider's wire (:mod:`callsafe.certify.wire`);
+  these read a provider's wire (:mod:`callsafe.certify.wire`); a name of
+  :func:`callsafe.targets.program_catalog.program_rows` (``library:node/ai:openai-chat:streamText``,
+  a TypeScript library or a Python agent framework) is a program run as ``exec:`` over HTTP;
 * ``exec:COMMAND``: any program that speaks the callsafe target protocol on its stdin and
   stdout (:mod:`callsafe.targets.exec_target`), e.g. ``exec:node naive.js``; the command is
   split as a shell would split it, and run without a shell;
@@ -102,9 +104,14 @@ def _reference(store: str) -> TargetFactory:
 
 def _library(name: str) -> TargetFactory:
     from callsafe.targets.libraries import LIBRARY_TARGETS
+    from callsafe.targets.program_catalog import program_rows
 
     if name not in LIBRARY_TARGETS:
-        raise TargetSpecError(f"unknown library target {name!r}; known: {', '.join(LIBRARY_TARGETS)}")
+        programs = program_rows()
+        if name in programs:  # a library run as a program: its exec target
+            return _exec(programs[name].command())
+        known = [*LIBRARY_TARGETS, *programs]
+        raise TargetSpecError(f"unknown library target {name!r}; known: {', '.join(known)}")
     make = LIBRARY_TARGETS[name]
 
     def factory() -> Target:

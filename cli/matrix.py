@@ -61,8 +61,21 @@ _COLUMN = {
     metavar="TEXT",
     help="Only the rows whose target name contains TEXT (repeatable), e.g. --only openai --only reference.",
 )
+@click.option(
+    "--ecosystem",
+    type=click.Choice(["python", "node"]),
+    default=None,
+    help="Only one group's library rows (python: the Python libraries and agent frameworks; node: the "
+    "TypeScript libraries), after the reference implementation. Default: both.",
+)
 def matrix_cmd(
-    report_dir: Path, budget: float | None, seed: int, depth: int, walks: int, only: tuple[str, ...]
+    report_dir: Path,
+    budget: float | None,
+    seed: int,
+    depth: int,
+    walks: int,
+    only: tuple[str, ...],
+    ecosystem: str | None,
 ) -> None:
     """Certify each client library adapter (one row per surface: the moment the library
     presents a call as finished) and the reference implementation under the same
@@ -89,7 +102,7 @@ def matrix_cmd(
         options = Options(budget=budget, depth=depth, seed=seed, walks=walks, generators=MATRIX_GENERATORS)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    rows = [r for r in default_rows() if not only or any(text in r.spec for text in only)]
+    rows = [r for r in default_rows(ecosystem) if not only or any(text in r.spec for text in only)]
     if not rows:
         raise click.BadParameter(f"no row matches {', '.join(only)}", param_hint="--only")
     console = SafeConsole() if sys.stdout.isatty() else SafeConsole(width=140)  # a log file gets the whole table

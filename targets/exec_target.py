@@ -327,13 +327,29 @@ _CHANNELS = itertools.count()
 
 def _loopback_base(channel: str) -> str | None:
     """The loopback provider's address for this process's programs, or ``None`` when its
-    server (``callsafe[serve]``) is not installed: then no program can use wire mode over
-    HTTP, and one that asks is told so."""
+    server (uvicorn) cannot be imported: then no program can use wire mode over HTTP, and
+    one that asks is refused when its target is built (:func:`_require_loopback`)."""
     try:
         from callsafe.loopback.server import shared_server
     except ImportError:
         return None
     return shared_server().channel_url(channel)
+
+
+def _require_loopback(command: str) -> None:
+    """A program that reads its stream over HTTP cannot run without the loopback provider:
+    say so when the target is built (a broken run: every trace is a target error), never
+    later inside ``receive_wire``, where an exception reads as the library failing the
+    stream and the verdicts would blame the program for callsafe's missing server."""
+    try:
+        import callsafe.loopback.server  # noqa: F401
+    except ImportError as exc:
+        raise ExecTargetFailure(
+            f"{command!r} reads its stream over HTTP from callsafe's loopback provider, which cannot start here: "
+            f"{exc} (install uvicorn)",
+            None,
+            [],
+        ) from None
 
 
 def run_mode(handshake: Handshake) -> str:
@@ -371,6 +387,8 @@ class ExecTarget:
         # Over HTTP the program's SDK makes a new request after a dropped connection: a
         # response's next events are the body of that request (certify.wire: reconnects).
         self.reconnects = handshake.wire == "http" and handshake.reads != "abstract"
+        if handshake.wire == "http":
+            _require_loopback(command)
         self._trace: _Trace | None = None
         self.message_timeout = _seconds("CALLSAFE_EXEC_MESSAGE_TIMEOUT", 10.0)
         self.trace_timeout = _seconds("CALLSAFE_EXEC_TRACE_TIMEOUT", 60.0)
@@ -429,7 +447,14 @@ class ExecTarget:
         if trace is None or trace.failed:
             return
         if self.handshake.wire == "http":
-            self._http_payload(trace, payload)
+            try:
+                self._http_payload(trace, payload)
+            except (ExecTargetFailure, TargetRaised):
+                raise
+            except Exception as exc:  # callsafe's side of the stream, not the program's SDK
+                # An exception from receive_wire reads as the library failing its stream
+                # (certify.target_errors); one from the loopback is no such thing, so the run breaks.
+                raise self._fail(trace, f"callsafe's loopback stream failed: {exc!r}") from None
             return
         self._call({"type": "wire", "step": trace.env.step(), "payload": dict(payload)}, "wire")
 

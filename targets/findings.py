@@ -19,44 +19,19 @@ whose reading is not obvious (:func:`notes_for`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import StopReason, ToolSpec, Trace
 from callsafe.providers.adversities import Variant, read_back, wire_trace
+from callsafe.targets.finding_record import REPRO_DIR, Finding
 
 __all__ = ["FINDINGS", "NOTES", "REPRO_DIR", "Finding", "findings_for", "findings_markdown", "notes_for"]
 
-REPRO_DIR: Final = "targets/repro"
 PAY: Final = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}
 WHOLE: Final = ('{"amount":1', "00}")
 TRUNCATED: Final = ('{"amount":10',)
 GLUED: Final = ('{"amount":1}', '{"amount":2}')
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One behaviour of one library that breaks an invariant (safety) or loses a valid call
-    (liveness)."""
-
-    id: str
-    library: str  # distribution
-    summary: str
-    script: str | None  # file name in targets/repro
-    witnesses: tuple[Trace, ...]
-    surfaces: Mapping[str, frozenset[str]]  # catalog name -> invariants the witnesses violate there
-
-    @property
-    def script_path(self) -> str | None:
-        return f"{REPRO_DIR}/{self.script}" if self.script else None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "summary": self.summary}
-        if self.script_path:
-            out["script"] = self.script_path
-        return out
 
 
 def _b() -> TraceBuilder:
@@ -231,7 +206,7 @@ PA_AGENT, PA_PARTS = "pydantic-ai-slim:openai-chat:agent", "pydantic-ai-slim:ope
 PA_RESP, PA_ANTH = "pydantic-ai-slim:openai-responses:agent", "pydantic-ai-slim:anthropic-messages:agent"
 LL_FINAL, LL_STREAM = "litellm:openai-chat:final", "litellm:openai-chat:stream"
 
-FINDINGS: Final[tuple[Finding, ...]] = (
+PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
     # -- openai, Chat Completions ------------------------------------------------------------
     Finding(
         "OA-CHAT-DONE-BEFORE-END",
@@ -565,6 +540,24 @@ FINDINGS: Final[tuple[Finding, ...]] = (
     ),
 )
 
+
+def _all_findings() -> tuple[Finding, ...]:
+    """The Python libraries' findings (here), then the agent frameworks' and the TypeScript
+    libraries' (kept in modules of their own, :mod:`callsafe.targets.findings_frameworks`
+    and :mod:`callsafe.targets.findings_node`)."""
+    from callsafe.targets.findings_frameworks import FRAMEWORK_FINDINGS
+    from callsafe.targets.findings_node import NODE_FINDINGS
+
+    found = (*PYTHON_LIBRARY_FINDINGS, *FRAMEWORK_FINDINGS, *NODE_FINDINGS)
+    ids = [f.id for f in found]
+    duplicated = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicated:
+        raise ValueError(f"finding ids must be unique: {duplicated}")
+    return found
+
+
+FINDINGS: Final[tuple[Finding, ...]] = _all_findings()
+
 NOTES: Final[dict[tuple[str, str], str]] = {
     (OR_DONE, T): (
         "Why INV-TERMINAL, when the arguments are complete: under callsafe's providers mapping (strict) a "
@@ -600,6 +593,6 @@ def findings_markdown() -> str:
         where = "; ".join(
             f"{surface.split(':', 1)[1]}: {', '.join(sorted(invariants))}" for surface, invariants in f.surfaces.items()
         )
-        summary = f.summary.replace("|", "\\|")
+        summary = f.summary.replace("|", "\\|") + (f" (public report: {f.issue})" if f.issue else "")
         rows.append(f"| {f.id} | {f.library} | {where} | {summary} | `{f.script}` |")
     return "\n".join(rows) + "\n"

@@ -57,5 +57,12 @@ def make(name: str) -> WireTarget:
 
 
 def unavailable(name: str) -> str | None:
-    """Why the named adapter cannot run here, or ``None``."""
+    """Why the named adapter (or program row, :mod:`callsafe.targets.programs`) cannot run
+    here, or ``None``."""
+    if name not in LIBRARY_TARGETS:
+        from callsafe.targets.program_catalog import program_rows
+
+        programs = program_rows()
+        if name in programs:
+            return programs[name].unavailable()
     return make(name).unavailable()
