@@ -89,7 +89,7 @@ class ArgumentBuffer:
         # number of positions in order while none waits beyond a gap, else never. Lets
         # the core skip the repeat check for the common in-order fragment with one
         # attribute read instead of a method call.
-        self.fresh_from: float = 0
+        self.fresh_from: int | float = 0
 
     @property
     def count(self) -> int:

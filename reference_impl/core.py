@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Final, cast
 
-from callsafe.model.lifecycle import TERMINAL_STATES, TRANSITIONS, CallEvent, Rejected, State
+from callsafe.model.lifecycle import TERMINAL_STATES, TRANSITIONS, CallEvent, Outcome, Rejected, State
 from callsafe.model.system import (
     BROADCASTS,
     Broadcast,
@@ -190,7 +190,7 @@ class _Call:
     claim_entry: LedgerEntry | None = None
     # TRANSITIONS[state][FRAGMENT], kept in step with ``state`` by Core._fire: the table
     # lookup the per-fragment path needs, without hashing two enums per fragment.
-    on_fragment: object = None
+    on_fragment: Outcome | None = None
 
     def __post_init__(self) -> None:
         self.on_fragment = TRANSITIONS[self.state][E.FRAGMENT]
