@@ -36,7 +36,7 @@ import os
 import platform
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -82,6 +82,9 @@ __all__ = [
     "matrix_html",
     "matrix_json",
     "matrix_markdown",
+    "matrix_summary",
+    "readme_table",
+    "replace_readme_table",
     "run_matrix",
     "stable_view",
     "write_matrix",
@@ -773,3 +776,95 @@ def write_matrix(m: Matrix, out_dir: Path) -> MatrixFiles:
     files.markdown.write_text(matrix_markdown(m, files), encoding="utf-8", errors=LONE_SURROGATES)
     files.html.write_text(matrix_html(m, files), encoding="utf-8", errors=LONE_SURROGATES)
     return files
+
+
+# --------------------------------------------------------------------------------------
+# The README's table
+# --------------------------------------------------------------------------------------
+
+README_START: Final = "<!-- matrix:start -->\n"
+README_END: Final = "<!-- matrix:end -->"
+_LOUD: Final = ("violated", "not_established")
+_SHORT_IDS: Final = {inv.id: inv.id.removeprefix("INV-") for inv in INVARIANTS}
+
+
+def matrix_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What the README says of a measured matrix (from its ``matrix.json``): when, with what
+    (callsafe, the runtimes, every judged library's version, the options) and each row's
+    cells. Committed as ``docs/matrix-summary.json`` beside the README, so that a test can
+    keep the README's table equal to a run that happened and to today's list of rows."""
+    return {
+        "schema": "callsafe-matrix-summary",
+        "measured_on": str(doc["timings"]["started_at"])[:10],
+        "callsafe_version": doc["callsafe_version"],
+        "python": doc["python"],
+        **({"node": doc["node"]} if doc.get("node") else {}),
+        "options": {k: v for k, v in doc["options"].items() if k in ("seed", "depth", "walks", "budget_seconds")},
+        "versions": doc["versions"],
+        "seconds": doc["timings"]["seconds"],
+        "rows": [
+            {
+                "spec": r["spec"],
+                "ecosystem": r.get("ecosystem", "python"),
+                "title": _summary_title(r),
+                "available": r["available"],
+                **({"unavailable": r["unavailable"]} if not r["available"] else {}),
+                "traces_run": r["traces_run"],
+                "seconds": r["timings"]["seconds"],
+                "cells": {inv: c["status"] for inv, c in r["cells"].items()},
+            }
+            for r in doc["rows"]
+        ],
+    }
+
+
+def _summary_title(r: Mapping[str, Any]) -> str:
+    version = f" {r['version']}" if r.get("version") else ""
+    overrides = ", ".join(f"{k} {v}" for k, v in sorted(r.get("options", {}).items()))
+    title = f"{r['library']}{version} · {r['protocol']} · {r['surface']}"
+    return title + (f" ({overrides})" if overrides else "")
+
+
+def readme_table(summary: Mapping[str, Any]) -> str:
+    """The README's matrix: a line saying when and with what it was measured, then the
+    table grouped by ecosystem (callsafe's own rows first)."""
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(summary["versions"].items()) if k != "callsafe")
+    opts = summary["options"]
+    budget = "none" if opts.get("budget_seconds") is None else f"{opts['budget_seconds']:g} s per row"
+    node = f", Node.js {summary['node']}" if summary.get("node") else ""
+    lines = [
+        f"Measured on {summary['measured_on']} (`callsafe matrix --readme README.md`): callsafe "
+        f"{summary['callsafe_version']}, Python {summary['python']}{node}; seed {opts['seed']}, exhaustive depth "
+        f"{opts['depth']}, {opts['walks']} random walks, budget {budget}; {len(summary['rows'])} rows in "
+        f"{summary['seconds']:.0f} s. Versions: {versions}.",
+        "",
+    ]
+    ids = [inv.id for inv in INVARIANTS]
+    lines += ["| library · protocol · surface | " + " | ".join(_SHORT_IDS[i] for i in ids) + " |"]
+    lines += ["|" + "---|" * (len(ids) + 1)]
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for r in summary["rows"]:
+        own = r["spec"].startswith(("reference", "guard"))
+        groups.setdefault("" if own else GROUP_TITLES.get(r["ecosystem"], r["ecosystem"]), []).append(r)
+    for group, members in groups.items():
+        if group:
+            lines.append(f"| **{group}** |" + " |" * len(ids))
+        for r in members:
+            if not r["available"]:
+                lines.append(f"| {r['title']} (not installed: {r['unavailable']}) |" + " |" * len(ids))
+                continue
+            cells = [r["cells"].get(i, "not_applicable") for i in ids]
+            shown = [
+                f"**{STATUS_LABEL[c]}**" if c in ("violated", "not_established") else STATUS_LABEL[c] for c in cells
+            ]
+            lines.append(f"| {r['title']} | " + " | ".join(shown) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def replace_readme_table(text: str, table: str) -> str:
+    """``text`` (the README) with the block between the matrix markers replaced."""
+    if README_START not in text or README_END not in text:
+        raise ValueError(f"the README has no {README_START.strip()} ... {README_END} block")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    return head + README_START + table + README_END + tail

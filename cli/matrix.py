@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 
 from callsafe.cli.console import SafeConsole
+
+if TYPE_CHECKING:
+    from callsafe.campaigns.matrix import Matrix
 
 __all__ = ["matrix_cmd"]
 
@@ -68,7 +72,15 @@ _COLUMN = {
     help="Only one group's library rows (python: the Python libraries and agent frameworks; node: the "
     "TypeScript libraries), after the reference implementation. Default: both.",
 )
+@click.option(
+    "--readme",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="After the run, rewrite the matrix table of this README (between its matrix markers) from the run, "
+    "and write the run's summary to docs/matrix-summary.json beside it (the test that keeps them equal reads it).",
+)
 def matrix_cmd(
+    readme: Path | None,
     report_dir: Path,
     budget: float | None,
     seed: int,
@@ -119,6 +131,8 @@ def matrix_cmd(
 
     matrix = run_matrix(options, rows, progress)
     files = write_matrix(matrix, report_dir)
+    if readme is not None:
+        _write_readme(readme, matrix)
 
     ids = list(matrix.rows[0].cells) if matrix.rows else []
     table = Table(title=f"callsafe conformance matrix (seed {seed})", box=None, pad_edge=False)
@@ -144,3 +158,21 @@ def matrix_cmd(
             f"[bold red]callsafe.guard violates an invariant: {', '.join(r.row.spec for r in guards)}[/bold red]"
         )
         sys.exit(1)
+
+
+def _write_readme(readme: Path, matrix: Matrix) -> None:
+    """The README's table and ``docs/matrix-summary.json`` from this run."""
+    import json
+
+    from callsafe.campaigns.matrix import matrix_json, matrix_summary, readme_table, replace_readme_table
+
+    summary = matrix_summary(matrix_json(matrix))
+    text = readme.read_text(encoding="utf-8")
+    try:
+        updated = replace_readme_table(text, readme_table(summary))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--readme") from None
+    target = readme.parent / "docs" / "matrix-summary.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    readme.write_text(updated, encoding="utf-8")

@@ -43,6 +43,7 @@ from typing import Any
 import jsonschema
 import z3
 
+from callsafe.formal.z3_context import isolated_z3
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import Trace
 
@@ -315,7 +316,16 @@ def adversarial(
     """z3's choice of ``fragments - 1`` cuts: one in each dangerous place the document
     has, pieces no longer than ``max_piece``, a piece whose re-delivery reads as another
     valid document (when ``duplicate`` and one exists), and, under those, as many
-    deceptive prefixes as possible. None when the requirements cannot all be met."""
+    deceptive prefixes as possible. None when the requirements cannot all be met. In a
+    z3 context of its own, so that the choice does not depend on what the process did
+    with z3 before (:mod:`callsafe.formal.z3_context`)."""
+    with isolated_z3():
+        return _adversarial(text, schema, fragments, max_piece, duplicate)
+
+
+def _adversarial(
+    text: str, schema: Mapping[str, Any], fragments: int, max_piece: int | None, duplicate: bool
+) -> Fragmentation | None:
     final = json.loads(text)
     n = len(text)
     info = {c.position: c for c in analyse(text, schema)}

@@ -36,6 +36,7 @@ import z3
 
 from callsafe.formal.abstract import AbsState, Action, Config, SystemModel
 from callsafe.formal.ops import Ops, Val
+from callsafe.formal.z3_context import isolated_z3
 from callsafe.formal.z3_encoding import Encoding
 from callsafe.generators.concretise import DURING_CAPABLE, concretise
 from callsafe.model.lifecycle import State
@@ -323,7 +324,17 @@ def synthesise(
 ) -> Iterator[Synthesis]:
     """The shortest paths (up to ``solutions`` of them, all of the least length found)
     that reach ``hazard`` within ``max_length`` steps in ``config`` (default: the
-    hazard's), each as a checked trace."""
+    hazard's), each as a checked trace. The search runs in a z3 context of its own
+    (:mod:`callsafe.formal.z3_context`): the paths found are a function of the query, not
+    of what the process did with z3 before."""
+    with isolated_z3():
+        found = list(_synthesise(hazard, config, max_length, solutions, attempts))
+    yield from found
+
+
+def _synthesise(
+    hazard: Hazard, config: Config | None, max_length: int, solutions: int, attempts: int
+) -> Iterator[Synthesis]:
     config = config or hazard.config
     # Without canonicalisation: it keeps the states the invariants need, not every path
     # (once every call is over it sets the restart count to its bound, so no restart

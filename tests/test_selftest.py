@@ -60,9 +60,10 @@ def test_the_domain_mutants_are_missed_by_the_plain_domain() -> None:
 def _caught_in_a_fresh_process(names: set[str], domain: str) -> set[str]:
     """The mutants of ``names`` a certification over ``domain`` catches by their own
     invariant, run as ``callsafe selftest`` runs it: in a process of its own. (Once, in a
-    long-lived test worker that had run many other certifications, the plain domain
-    caught dedupe-by-text; in fresh processes it never does: some process-wide state
-    reached the run, and it is not found yet.)"""
+    long-lived test worker, the plain domain caught dedupe-by-text: z3 proofs run earlier
+    in that worker had changed the synthesised traces. Synthesis now runs in a z3 context
+    of its own, tests/test_z3_determinism.py; a fresh process is still the faithful
+    setting for what ``callsafe selftest`` reports.)"""
     code = (
         "import json, sys\n"
         "from callsafe.campaigns.selftest import run_selftest\n"
