@@ -53,7 +53,7 @@ from typing import Any, Final
 
 import uvicorn
 
-from callsafe.model.vocabulary import Disconnect, Event, Replay
+from callsafe.model.vocabulary import Disconnect, Event, Replay, ResponseTerminal, TextFragment
 from callsafe.providers import registry
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable
 from callsafe.providers.sse import DONE, cut, encode_event
@@ -296,8 +296,12 @@ class LoopbackServer:
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        while (await receive()).get("more_body", False):
-            pass  # the request body (the model, the messages, the tools) is not needed
+        body = bytearray()
+        while True:  # the request body: only whether it carries tool results is read
+            part = await receive()
+            body += part.get("body", b"")
+            if not part.get("more_body", False):
+                break
         self.requests += 1
         protocol = _route(str(scope.get("path", "")))
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
@@ -314,6 +318,9 @@ class LoopbackServer:
             return
         if self.static is not None:
             await self._serve_static(send, protocol, headers.get("last-event-id"))
+            return
+        if carries_tool_results(protocol, bytes(body)):
+            await _serve_reply(send, protocol)
             return
         path = str(scope.get("path", ""))
         channel = path.split("/")[2] if path.startswith("/c/") and path.count("/") > 2 else ""
@@ -374,6 +381,65 @@ class LoopbackServer:
         if drops:
             raise _Dropped("the trace disconnects here")
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def carries_tool_results(protocol: str, body: bytes) -> bool:
+    """Whether a request is an agent's follow-up after its tools ran: its conversation
+    carries a tool result (Chat ``role: "tool"``, Responses ``function_call_output``,
+    Anthropic ``tool_result``, Gemini ``functionResponse``). Agent frameworks make that
+    request on their own once the trace's response has been read; it is no part of the
+    trace, so it gets :func:`reply_payloads` rather than the channel's next stream (which
+    would be the harness's next response, or nothing)."""
+    try:
+        request = json.loads(body) if body else None
+    except ValueError:
+        return False
+    if not isinstance(request, dict):
+        return False
+    if protocol == "openai-chat":
+        return any(isinstance(m, dict) and m.get("role") == "tool" for m in _list(request.get("messages")))
+    if protocol == "openai-responses":
+        return any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in _list(request.get("input")))
+    if protocol == "anthropic-messages":
+        return any(
+            isinstance(block, dict) and block.get("type") == "tool_result"
+            for m in _list(request.get("messages"))
+            if isinstance(m, dict)
+            for block in _list(m.get("content"))
+        )
+    if protocol == "gemini":
+        return any(
+            isinstance(part, dict) and "functionResponse" in part
+            for c in _list(request.get("contents"))
+            if isinstance(c, dict)
+            for part in _list(c.get("parts"))
+        )
+    return False
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def reply_payloads(protocol: str) -> list[dict[str, Any]]:
+    """A short text reply ("done") that ends normally, in ``protocol``'s payloads: what the
+    model says after the tools ran."""
+    events = [
+        TextFragment("reply", "resp_callsafe_reply", "text" if protocol in ("openai-chat", "gemini") else "0", "done"),
+        ResponseTerminal("reply", "resp_callsafe_reply", "completed"),
+    ]
+    payloads = render_payloads(protocol, events)
+    as_servers_send(protocol, [payloads])
+    return payloads
+
+
+async def _serve_reply(send: Send, protocol: str) -> None:
+    await _start_sse(send)
+    for payload in reply_payloads(protocol):
+        await send({"type": "http.response.body", "body": _encode(protocol, payload), "more_body": True})
+    if registry.get(protocol).done_sentinel:
+        await send({"type": "http.response.body", "body": encode_event(DONE), "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _start_sse(send: Send) -> None:
