@@ -9,15 +9,27 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 REPORT  ?= reports/reference
 
-.PHONY: certify test lint typecheck render model bench mutation venv clean
+.PHONY: certify test lint typecheck render model bench mutation venv venv-openai2 clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,sdks]'
+	$(BIN)/pip install --quiet -e '.[dev,sdks,frameworks]'
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# The agent frameworks that need openai<3 (crewai, llama-index), in an environment of their
+# own: the matrix's rows for them run its interpreter (targets/framework_rows.py).
+VENV2   := .venv-openai2
+STAMP2  := $(VENV2)/.installed
+$(STAMP2): pyproject.toml
+	$(PY) -m venv $(VENV2)
+	$(VENV2)/bin/pip install --quiet --upgrade pip
+	$(VENV2)/bin/pip install --quiet -e '.[frameworks-openai2]'
+	touch $(STAMP2)
+
+venv-openai2: $(STAMP2)
 
 certify: $(STAMP)
 	$(BIN)/callsafe certify reference --report $(REPORT) --junit $(REPORT)/junit.xml
@@ -50,4 +62,4 @@ test: $(STAMP) lint typecheck
 	$(BIN)/pytest -n 2 -q
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .typecheck .pytest_cache .mypy_cache .ruff_cache reports out
+	rm -rf $(VENV) $(VENV2) build dist *.egg-info .typecheck .pytest_cache .mypy_cache .ruff_cache reports out

@@ -1,14 +1,104 @@
 """The Python agent-framework rows of the conformance matrix: frameworks that run the tools
 themselves, run as programs over the target protocol (:mod:`callsafe.targets.programs`),
 their HTTP clients reading the loopback provider. The programs are
-``callsafe.adapters.frameworks.*``; the frameworks are pinned in the ``frameworks`` extra."""
+``callsafe.adapters.frameworks.*``; the frameworks are pinned exactly in two extras.
+
+Why two extras and two interpreters: ``crewai`` 1.15.30 and ``llama-index-llms-openai``
+0.8.3 require ``openai<3``, while the project's ``sdks`` extra (and ``openai-agents``
+0.24.0) require ``openai>=3``; no single environment holds both. ``callsafe[frameworks]``
+(openai-agents, google-adk, strands-agents) installs beside ``.[dev,sdks]``; the two
+``openai<3`` frameworks are ``callsafe[frameworks-openai2]``, installed in a virtual
+environment of their own (``make venv-openai2``: ``.venv-openai2`` at the repository root,
+or the interpreter named by ``CALLSAFE_OPENAI2_PYTHON``). Their rows run that interpreter
+(:class:`OtherVenvRow`); each row is skipped with the reason when its framework is missing.
+
+Options: a framework reads every trace over HTTP and builds an agent per stream, so the
+rows run fewer walks and a shallower exhaustive bound than in-process adapters
+(``FRAMEWORK_OPTIONS``; each row measured at under 40 s on the project's machine).
+"""
 
 from __future__ import annotations
 
+import functools
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from callsafe.targets.programs import ProgramRow
 
-__all__ = ["FRAMEWORK_ROWS"]
+__all__ = ["FRAMEWORK_OPTIONS", "FRAMEWORK_ROWS", "OPENAI2_VENV", "OtherVenvRow", "openai2_python"]
 
-FRAMEWORK_ROWS: Final[tuple[ProgramRow, ...]] = ()
+ROOT: Final = Path(__file__).resolve().parents[1]
+OPENAI2_VENV: Final = ROOT / ".venv-openai2"
+FRAMEWORK_OPTIONS: Final = {"walks": 10, "depth": 2}
+
+
+def openai2_python() -> Path:
+    """The interpreter of the ``openai<3`` frameworks' environment."""
+    named = os.environ.get("CALLSAFE_OPENAI2_PYTHON")
+    return Path(named) if named else OPENAI2_VENV / "bin" / "python"
+
+
+@functools.cache
+def _probe(python: str, needs: tuple[str, ...], library: str) -> tuple[str | None, str | None]:
+    """(what is missing, the installed version of ``library``) in another interpreter."""
+    code = (
+        "import importlib.util as u, importlib.metadata as m, sys\n"
+        f"missing = [n for n in {list(needs)!r} if u.find_spec(n) is None]\n"
+        "print(','.join(missing))\n"
+        f"print(m.version({library!r}) if not missing else '')\n"
+    )
+    try:
+        done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{python} cannot run ({exc})", None
+    if done.returncode != 0:
+        return f"{python} failed: {done.stderr.strip()[-200:]}", None
+    missing, _, version = done.stdout.partition("\n")
+    return (missing.strip() or None), (version.strip() or None)
+
+
+@dataclass(frozen=True)
+class OtherVenvRow(ProgramRow):
+    """A framework row whose program runs in the ``openai<3`` environment's interpreter
+    (``{python}`` is that interpreter; its version and what is missing are asked there)."""
+
+    def resolved_argv(self) -> list[str]:
+        return [a.replace("{python}", str(openai2_python())) for a in self.argv]
+
+    def _state(self) -> tuple[str | None, str | None]:
+        python = openai2_python()
+        if not python.exists():
+            return f"{python} does not exist (make venv-openai2)", None
+        return _probe(str(python), self.needs, self.library)
+
+    def version(self) -> str | None:
+        return self._state()[1]
+
+    def unavailable(self) -> str | None:
+        missing, _ = self._state()
+        if missing is None:
+            return None
+        return f"{missing} not installed in {openai2_python()} (make venv-openai2: callsafe[frameworks-openai2])"
+
+
+def _row(
+    module: str, library: str, protocol: str, surface: str, needs: tuple[str, ...], cls: type[ProgramRow] = ProgramRow
+) -> ProgramRow:
+    return cls(
+        name=f"{library}:{protocol}:{surface}",
+        library=library,
+        ecosystem="python",
+        protocol=protocol,
+        surface=surface,
+        argv=("{python}", "-m", f"callsafe.adapters.frameworks.{module}"),
+        needs=needs,
+        options=FRAMEWORK_OPTIONS,
+    )
+
+
+FRAMEWORK_ROWS: Final[tuple[ProgramRow, ...]] = (
+    _row("openai_agents", "openai-agents", "openai-chat", "agent", ("agents",)),
+)

@@ -1,0 +1,68 @@
+"""The Python agent-framework rows (issue 21): each framework, run whole as a program over the
+target protocol with its own HTTP client reading the loopback provider, runs a finished call
+through its own tool runner, and what reaches callsafe's executor is that call, under its
+key, with its exact arguments; a response with no call runs nothing; a cancel goes to the
+framework's own API. Each row is skipped with the reason when its framework is missing."""
+
+from __future__ import annotations
+
+import pytest
+
+from callsafe.certify.checking import check_trace
+from callsafe.model.builder import TraceBuilder
+from callsafe.model.vocabulary import Executed, ToolSpec, Trace
+from callsafe.targets.framework_rows import FRAMEWORK_ROWS
+from callsafe.targets.programs import ProgramRow
+
+PAY = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}
+ROWS = [pytest.param(row, id=row.name) for row in FRAMEWORK_ROWS]
+
+
+def _skip_missing(row: ProgramRow) -> None:
+    reason = row.unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def _builder() -> TraceBuilder:
+    return TraceBuilder(tools={"pay": ToolSpec(schema=PAY)}).turn("t1", response="r1")
+
+
+def _executed(trace: Trace, row: ProgramRow) -> list[Executed]:
+    checked = check_trace(f"library:{row.name}", trace)
+    assert not checked.missing, checked.note
+    assert checked.run is not None and not checked.run.errors, checked.run.errors if checked.run else None
+    return [o for o in checked.run.observations if isinstance(o, Executed)]
+
+
+def test_the_rows_are_named_for_the_matrix() -> None:
+    assert len(FRAMEWORK_ROWS) == len({r.name for r in FRAMEWORK_ROWS})
+    for row in FRAMEWORK_ROWS:
+        assert row.ecosystem == "python" and row.name.startswith(f"{row.library}:{row.protocol}:")
+        assert row.argv[1:3] == ("-m", f"callsafe.adapters.frameworks.{row.argv[2].rsplit('.', 1)[-1]}")
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_a_finished_call_reaches_the_tool_exactly_once(row: ProgramRow) -> None:
+    _skip_missing(row)
+    trace = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1', "00}")
+    executed = _executed(trace.terminal("call_a").response_end("completed").build(), row)
+    assert [(e.key.turn, e.key.call, e.tool, e.arguments) for e in executed] == [
+        ("t1", "call_a", "pay", {"amount": 100})
+    ]
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_two_calls_in_one_response_both_reach_their_tools(row: ProgramRow) -> None:
+    _skip_missing(row)
+    b = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1}')
+    b.open("call_b", "pay", item="1").fragments("call_b", '{"amount":2}')
+    executed = _executed(b.terminal("call_a").terminal("call_b").response_end("completed").build(), row)
+    assert sorted((e.key.call, e.arguments["amount"]) for e in executed) == [("call_a", 1), ("call_b", 2)]
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_a_text_reply_runs_nothing(row: ProgramRow) -> None:
+    _skip_missing(row)
+    trace = _builder().text("hello").response_end("completed").build()
+    assert _executed(trace, row) == []
