@@ -75,6 +75,10 @@ ENDPOINTS: Final = {
     ":streamGenerateContent": "gemini",  # .../models/{model}:streamGenerateContent?alt=sse
 }
 KEEP_ALIVE: Final = b": keep-alive\n\n"
+# Gemini streams get no keep-alive comment: the google-genai SDK (2.34) parses every line of
+# the body that is not ``data:`` as JSON (``_api_client.py``, ``_load_json_from_response``),
+# so one comment line fails the whole stream, and the Gemini API sends none.
+NO_KEEP_ALIVE: Final = frozenset({"gemini"})
 _RESUME: Final = re.compile(r"/responses/[^/]+/?$")  # GET: resume a Responses stream
 _END: Final = b""
 
@@ -128,7 +132,7 @@ class LiveStream:
         self.server.loop.call_soon_threadsafe(self.queue.put_nowait, item)
 
     def push(self, payload: Mapping[str, Any]) -> None:
-        if self.count % 3 == 0:
+        if self.count % 3 == 0 and self.protocol not in NO_KEEP_ALIVE:
             self._put(KEEP_ALIVE)
         self.count += 1
         for piece in adversarial_chunks(_encode(self.protocol, payload)):
@@ -226,7 +230,7 @@ class StaticTrace:
             start, payloads, drops = 0, self.head, self.drops
         out: list[bytes] = []
         for n, payload in enumerate(payloads):
-            if n % 3 == 0:
+            if n % 3 == 0 and self.protocol not in NO_KEEP_ALIVE:
                 out.append(KEEP_ALIVE)
             out += adversarial_chunks(_encode(self.protocol, payload, start + n if self.event_ids else None))
         if not drops and registry.get(self.protocol).done_sentinel:
@@ -384,35 +388,30 @@ class LoopbackServer:
 
 
 def carries_tool_results(protocol: str, body: bytes) -> bool:
-    """Whether a request is an agent's follow-up after its tools ran: its conversation
-    carries a tool result (Chat ``role: "tool"``, Responses ``function_call_output``,
-    Anthropic ``tool_result``, Gemini ``functionResponse``). Agent frameworks make that
-    request on their own once the trace's response has been read; it is no part of the
-    trace, so it gets :func:`reply_payloads` rather than the channel's next stream (which
-    would be the harness's next response, or nothing)."""
+    """Whether a request is an agent's follow-up: its conversation already holds the model's
+    answer (an assistant turn: Chat and Anthropic ``role: "assistant"``, Gemini ``role:
+    "model"``, Responses ``function_call`` items or an assistant message) or a tool result
+    (Chat ``role: "tool"``, Responses ``function_call_output``). Agent frameworks make that
+    request on their own once the trace's response has been read (after their tools ran, or
+    after a response they could not use); it is no part of the trace, so it gets
+    :func:`reply_payloads` rather than the channel's next stream (the harness's next
+    response, or nothing). A reconnect repeats the first request, which holds neither."""
     try:
         request = json.loads(body) if body else None
     except ValueError:
         return False
     if not isinstance(request, dict):
         return False
-    if protocol == "openai-chat":
-        return any(isinstance(m, dict) and m.get("role") == "tool" for m in _list(request.get("messages")))
-    if protocol == "openai-responses":
-        return any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in _list(request.get("input")))
-    if protocol == "anthropic-messages":
-        return any(
-            isinstance(block, dict) and block.get("type") == "tool_result"
-            for m in _list(request.get("messages"))
-            if isinstance(m, dict)
-            for block in _list(m.get("content"))
-        )
+    turns = [m for m in _list(request.get("messages" if protocol != "gemini" else "contents")) if isinstance(m, dict)]
+    if protocol in ("openai-chat", "anthropic-messages"):
+        return any(m.get("role") in ("assistant", "tool") for m in turns)
     if protocol == "gemini":
+        return any(m.get("role") == "model" for m in turns)
+    if protocol == "openai-responses":
         return any(
-            isinstance(part, dict) and "functionResponse" in part
-            for c in _list(request.get("contents"))
-            if isinstance(c, dict)
-            for part in _list(c.get("parts"))
+            isinstance(i, dict)
+            and (i.get("type") in ("function_call", "function_call_output") or i.get("role") == "assistant")
+            for i in _list(request.get("input"))
         )
     return False
 

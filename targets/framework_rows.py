@@ -101,4 +101,6 @@ def _row(
 
 FRAMEWORK_ROWS: Final[tuple[ProgramRow, ...]] = (
     _row("openai_agents", "openai-agents", "openai-chat", "agent", ("agents",)),
+    _row("google_adk", "google-adk", "gemini", "agent", ("google.adk", "google.genai")),
+    _row("strands_agent", "strands-agents", "openai-chat", "agent", ("strands", "openai")),
 )

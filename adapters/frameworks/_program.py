@@ -105,7 +105,7 @@ class WireIds:
                     call = part.get("functionCall") if isinstance(part, dict) else None
                     if isinstance(call, dict) and call.get("name"):
                         item = str(len(self.order))
-                        self.order.append((item, str(call.get("id") or f"{self.response}#{item}")))
+                        self._note(item, str(call.get("id") or f"{self.response}#{item}"))
 
     def key(self, turn: TurnStarted, call_id: str | None, nth: int = 0) -> CallKey:
         """The call key of the call ``call_id`` (or, without one, the ``nth`` call opened)."""
