@@ -351,8 +351,31 @@ def _fill(result: RowResult, cert: Certification) -> None:
             if ces:
                 cell.counterexample = _counterexample_json(ces[0], result.row.protocol)
             cell.findings = [f.to_json() for f in findings_for(spec, inv.id)]
-        cell.notes = notes_for(spec, inv.id)
+        cell.notes = notes_for(spec, inv.id) + reading_notes(cert, inv.id)
         result.cells[inv.id] = cell
+
+
+def reading_notes(cert: Certification, invariant: str) -> list[str]:
+    """What a cell says about the wire runs judged under another defensible reading of their
+    stream than callsafe's parser (:mod:`callsafe.certify.wire_readings`): the reading the
+    library took, where the protocol's documentation is silent, and on how many traces it
+    spared or still broke ``invariant``."""
+    out: list[str] = []
+    for label, taken in cert.readings.items():
+        spared, still = taken.spared.get(invariant, 0), taken.violated.get(invariant, 0)
+        if spared:
+            out.append(
+                f"Reading taken where the protocol's documentation is silent: {label}, on {spared} of "
+                f"{taken.traces} trace(s) judged under it. callsafe's own parser refuses these streams (nothing "
+                "runs); the library's reading is as defensible, so the runs are judged under it and "
+                f"{invariant} is not violated there."
+            )
+        if still:
+            out.append(
+                f"Judged under the reading the library's run is closest to ({label}) on {still} trace(s), "
+                f"{invariant} is still violated there: no defensible reading of those streams allows what it did."
+            )
+    return out
 
 
 def _counterexample_json(ce: Counterexample, protocol: str) -> dict[str, Any]:

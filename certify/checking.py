@@ -28,8 +28,8 @@ from callsafe.certify.wire import (
     not_applicable_reason,
     prepare,
     reconnects,
-    response_deferred_liveness,
 )
+from callsafe.certify.wire_readings import judge_wire, judge_wire_readings
 from callsafe.contract.target import Target
 from callsafe.generators.coverage import reached_by_steps
 from callsafe.generators.domain import features
@@ -159,6 +159,10 @@ def _run_checked_wire(target: Target, capabilities: frozenset[str], trace: Trace
     """One trace against a provider-protocol target: relabelled, rendered, run, judged (see
     :mod:`callsafe.certify.wire` for the rules).
 
+    A :class:`WireTrace` whose stream defensible readings read differently is judged under
+    each of them when callsafe's own reading finds a violation
+    (:mod:`callsafe.certify.wire_readings`).
+
     A trace whose verdicts turn on a byte cap (the model refuses a call for exceeding
     it) is not applicable, counted under :data:`BYTE_CAPS`: the caps in ``env.limits`` are
     the application's configuration, no provider's wire carries them, and a client library
@@ -174,11 +178,9 @@ def _run_checked_wire(target: Target, capabilities: frozenset[str], trace: Trace
         note = "the model refuses a call for a byte cap, which is the application's setting, not the wire's"
         return Checked(trace, (BYTE_CAPS,), None, oracle, _not_applicable_judgement(), note)
     run = run_trace(target, trace, plan=plan)  # RunStopped: the caller judges what ran
-    judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
-    live = judgement.results.get("LIVE-DISPATCH")
-    if live:
-        counts = response_deferred_liveness(trace)
-        judgement.results["LIVE-DISPATCH"] = [f for f in live if counts(f.key)]
+    judgement = judge_wire(trace, run.observations, capabilities, run, oracle)
+    if isinstance(trace, WireTrace):  # where defensible readings of the stream differ, any of them
+        judgement = judge_wire_readings(trace, run, capabilities, judgement, oracle)
     return Checked(trace, (), run, oracle, judgement)
 
 

@@ -109,6 +109,7 @@ __all__ = [
     "InvariantSummary",
     "Options",
     "ProgressCallback",
+    "ReadingTaken",
     "ScenarioResult",
     "TraceResult",
     "certify",
@@ -332,6 +333,17 @@ class BrokenTrace:
 
 
 @dataclass
+class ReadingTaken:
+    """The traces judged under one reading: how many, per invariant how many of them the
+    parser's own reading would have found violated and this one does not (``spared``), and
+    how many this one still finds violated (``violated``)."""
+
+    traces: int = 0
+    spared: Counter[str] = field(default_factory=Counter)
+    violated: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
 class Certification:
     """Everything a certification run found; the reports are views of it."""
 
@@ -356,6 +368,9 @@ class Certification:
     broken_count: dict[str, int] = field(default_factory=dict)  # "error" | "hang" | "crash" -> traces
     stopped: str | None = None  # None, "interrupted" (Ctrl-C: the report is partial) or "fail-fast"
     scenarios: list[ScenarioResult] = field(default_factory=list)  # per named trace, in run order
+    # Wire runs judged under another defensible reading of their stream than the protocol's
+    # own parser (:mod:`callsafe.certify.wire_readings`), by reading (with its operator).
+    readings: dict[str, ReadingTaken] = field(default_factory=dict)
 
     @property
     def violated(self) -> list[str]:
@@ -626,6 +641,7 @@ def certify(
     broken: list[BrokenTrace] = []
     broken_count: Counter[str] = Counter()
     scenarios: list[ScenarioResult] = []
+    readings: dict[str, ReadingTaken] = {}
     budget_exhausted = False
     stopped: str | None = None
 
@@ -659,6 +675,11 @@ def certify(
                 broken.append(BrokenTrace(result.generator, result.index, result.name, result.trace, judgement.errors))
         if judgement.violated:
             stats.violating += 1
+        if judgement.reading:
+            taken = readings.setdefault(judgement.reading, ReadingTaken())
+            taken.traces += 1
+            taken.spared.update(judgement.spared)
+            taken.violated.update(judgement.violated)
         broken_run = judgement.broken
         for inv, found in judgement.results.items():
             if found is None:
@@ -754,6 +775,7 @@ def certify(
         broken_count=dict(broken_count),
         stopped=stopped,
         scenarios=scenarios,
+        readings=dict(sorted(readings.items())),
     )
 
 

@@ -82,6 +82,12 @@ class Judgement:
     results: dict[str, list[Finding] | None]
     errors: list[TargetError] = field(default_factory=list)
     set_aside: list[Finding] = field(default_factory=list)
+    # A provider-protocol run judged under another defensible reading of its stream than
+    # the protocol's own parser (:mod:`callsafe.certify.wire_readings`): the reading's name
+    # and the operator that made the stream, and the invariants the parser's own reading
+    # would have found violated that this reading does not. Empty otherwise.
+    reading: str = ""
+    spared: tuple[str, ...] = ()
 
     @property
     def broken(self) -> bool:

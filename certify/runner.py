@@ -38,6 +38,7 @@ from callsafe.model.system import apply_tool_change, business_check
 from callsafe.model.vocabulary import (
     BusinessValidated,
     CallKey,
+    Disconnect,
     Event,
     Executed,
     Limits,
@@ -111,6 +112,13 @@ class Run:
     errors: list[TargetError] = field(default_factory=list)  # what the target raised, hung on, or died of
     seconds: float = 0.0
     calls: list[Call] = field(default_factory=list)  # the validator's and the executor's inputs and answers
+    # Per observation, for a provider-protocol target: how many payloads had been handed to
+    # it (the one in progress included) when it was observed, and one more than all of them
+    # once the body ended or the connection dropped; 0 before the first payload. Steps are
+    # indexes into one parse of the stream; this says where in the stream itself the target
+    # acted, so that a run can be judged under another reading of the same payloads
+    # (:mod:`callsafe.certify.wire_readings`).
+    wire_clock: list[int] = field(default_factory=list)
 
 
 class _Catalog(dict[str, ToolSpec]):
@@ -141,6 +149,7 @@ class _Delivery:
         self.catalog = catalog
         self.plan = plan
         self.step = -1
+        self.fed = 0  # payloads handed to receive_wire so far (see Run.wire_clock)
         self.depth = 0  # nesting of deliveries (re-entrant from inside the validator)
         self.pending: list[tuple[int, Event]] = []
 
@@ -179,11 +188,14 @@ class _Delivery:
         wire: Any = self.target
         for k, payload in enumerate(delivery.fresh_payloads()):
             self.step = previous if k < delivery.early else index
+            self.fed += 1
             try:
                 wire.receive_wire(payload)
             except Exception as exc:
                 self.run.errors.append(error_from_exception(exc, "receive_wire", index))
         self.step = index
+        if delivery.end_stream or (delivery.receive and isinstance(event, Disconnect)):
+            self.fed = plan.payload_count + 1  # the end of the body (or of the connection)
         if delivery.receive:
             self.target.receive(event)
         if delivery.end_stream:
@@ -211,12 +223,12 @@ class _Delivery:
 
     def execute(self, key: CallKey, actor: str, tool: str, arguments: Any, traceparent: str | None = None) -> None:
         frozen = _frozen_copy(arguments)
-        self.run.observations.append(Executed(self.step, key, actor, tool, frozen, traceparent))
+        self._record(Executed(self.step, key, actor, tool, frozen, traceparent))
         self.run.calls.append(Call("executor", self.step, key, tool, frozen))
 
     def validate(self, key: CallKey, tool: str, arguments: Mapping[str, Any]) -> str | None:
         step = self.step
-        self.run.observations.append(BusinessValidated(step, key, tool))
+        self._record(BusinessValidated(step, key, tool))
         self.flush_pending()  # what arrives while the validator runs
         spec = self.catalog.get(tool)
         answer = business_check(spec, arguments) if spec is not None else "unknown tool"
@@ -224,7 +236,11 @@ class _Delivery:
         return answer
 
     def observe(self, obs: Observation) -> None:
+        self._record(obs)
+
+    def _record(self, obs: Observation) -> None:
         self.run.observations.append(obs)
+        self.run.wire_clock.append(self.fed)
 
 
 def _frozen_copy(value: Any) -> Any:

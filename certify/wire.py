@@ -384,7 +384,7 @@ def plan_wire(protocol: str, events: Sequence[Event], reconnect: bool = False) -
     return WirePlan(protocol, deliveries, len(streams))
 
 
-def plan_recorded(trace: WireTrace) -> WirePlan:
+def plan_recorded(trace: WireTrace, parser: Callable[[str, str], Any] | None = None) -> WirePlan:
     """The deliveries of a :class:`WireTrace`: each payload goes with the first event it
     makes the parser report (the payloads before it, which report nothing, are delivered
     with it, at the previous step, as :func:`plan_wire` does); when one payload makes the
@@ -393,9 +393,12 @@ def plan_recorded(trace: WireTrace) -> WirePlan:
     (or the connection dropping) and the events the end of the stream reports. After a payload the parser
     refuses, the parse ends as a disconnect, but a library still gets every later payload
     and the end of the body, as an application's read loop goes on: the disconnect is what
-    the oracle judges, not something the target is told."""
+    the oracle judges, not something the target is told. ``parser`` makes the parser that
+    reads the payloads (by default the protocol's own; another reading of them, see
+    :mod:`callsafe.providers.readings`, for a trace whose events are that reading's)."""
     events = trace.delivered()
-    parser = registry.get(trace.protocol).new_parser(_turn_of(events), "r1")
+    make = parser or registry.get(trace.protocol).new_parser
+    reader = make(_turn_of(events), "r1")
     deliveries: list[WireDelivery] = []
     read: list[Event] = []
     pending: list[Mapping[str, Any]] = []
@@ -405,7 +408,7 @@ def plan_recorded(trace: WireTrace) -> WirePlan:
         if broken:
             continue
         try:
-            said = parser.feed(copy.deepcopy(dict(payload)))
+            said = reader.feed(copy.deepcopy(dict(payload)))
         except ProviderError:
             broken = True
             continue
@@ -414,7 +417,7 @@ def plan_recorded(trace: WireTrace) -> WirePlan:
             deliveries.append(WireDelivery(tuple(pending), len(pending) - 1))
             read.extend(said)
             pending = []
-    ended = parser.finish(clean=trace.clean and not broken)
+    ended = reader.finish(clean=trace.clean and not broken)
     clean_end = trace.clean
     if ended:
         deliveries.extend(WireDelivery() for _ in ended[1:])

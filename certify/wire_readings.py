@@ -1,0 +1,170 @@
+"""Judging a library's run on a stream that defensible readings read differently.
+
+Why: a wire adversity's expected verdicts come from the oracle on what the protocol's own
+parser reads (:mod:`callsafe.providers.adversities`), and where the parser refuses a shape
+that the protocol's documentation does not settle (arguments before the Chat tool name, an
+``output_index`` or item id used twice, a replayed ``response.created``, a replayed Anthropic
+start), the parser's refusal ("nothing runs") is one defensible reading and a client that
+assembles by the documented index is another (:mod:`callsafe.providers.readings`). The
+project's rule for such silence is the oracle's ``may``: allow every defensible reading. So a
+run that callsafe's reading finds violated is judged again under each other reading of the
+same payloads, and a reading under which it is correct makes it correct; the judgement
+records which reading that was (:attr:`~callsafe.certify.judge.Judgement.reading`) and what
+it spared, and the matrix says so in the cell.
+
+Each reading is judged whole, as its own trace: its events are what the strict parser reads
+from the payloads the reading rewrote, so the invariant checkers and the oracle see one
+consistent stream (a call's terminal event, its fragments, its stop reason). What the
+target did is placed in that stream by where in the payloads it happened
+(:attr:`~callsafe.certify.runner.Run.wire_clock`), not by the step of the other parse. What
+no reading allows stays a violation: glued ``{..}{..}`` arguments, a run on a ``length``
+stop, a second execution, a prefix, a call the stream never carried. When every reading
+finds a violation, the run is judged under the reading whose executions it is closest to
+(the fewest executions that reading does not make, with those arguments, once, and calls
+it runs that never ran; then the fewest violations; callsafe's own reading on a full tie):
+the story of what the library got wrong once its reading is granted.
+
+A run the target broke (a target error that breaks runs) is judged under callsafe's reading
+only: its findings are already set aside, and a broken run is no evidence either way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from callsafe.certify.judge import Judgement, judge_observations
+from callsafe.certify.runner import Run
+from callsafe.certify.wire import WirePlan, plan_recorded, response_deferred_liveness
+from callsafe.model.oracle import Oracle, judge
+from callsafe.model.vocabulary import CallKey, Event, Executed, Observation, Trace
+from callsafe.providers.adversities import WireTrace
+from callsafe.providers.base import WIRE_EVENTS, NotRepresentable
+from callsafe.providers.readings import WireReading, differing_readings
+
+__all__ = ["judge_wire", "judge_wire_readings", "payload_steps", "reading_trace"]
+
+
+def judge_wire(
+    trace: Trace,
+    observations: Sequence[Observation],
+    capabilities: frozenset[str],
+    run: Run,
+    oracle: Oracle | None = None,
+) -> Judgement:
+    """The judgement of a provider-protocol run under one reading (the trace's own events),
+    liveness counted only for responses that ended normally (see :mod:`callsafe.certify.wire`)."""
+    judgement = judge_observations(trace, observations, capabilities, run.errors, oracle or judge(trace))
+    live = judgement.results.get("LIVE-DISPATCH")
+    if live:
+        counts = response_deferred_liveness(trace)
+        judgement.results["LIVE-DISPATCH"] = [f for f in live if counts(f.key)]
+    return judgement
+
+
+def payload_steps(plan: WirePlan) -> tuple[list[int], int]:
+    """Per payload of a recorded stream's plan, the step at which the runner hands it over
+    (the step before its delivery's for the payloads delivered early), and the step of the
+    end of the body."""
+    steps: list[int] = []
+    for step, delivery in enumerate(plan.deliveries):
+        steps += [step - 1 if k < delivery.early else step for k in range(len(delivery.payloads))]
+    return steps, len(plan.deliveries) - 1
+
+
+def reading_trace(trace: WireTrace, reading: WireReading, events: Sequence[Event]) -> WireTrace:
+    """``trace`` with the events ``reading`` reads from its payloads."""
+    head = tuple(e for e in trace.events if not isinstance(e, WIRE_EVENTS))
+    return dataclasses.replace(
+        trace,
+        events=(*head, *events),
+        name=f"{trace.name} [read as: {reading.name}]"[:400],
+    )
+
+
+def _placed(run: Run, plan: WirePlan) -> list[Observation] | None:
+    """The run's observations with their steps in ``plan``'s parse (None: the run has no
+    wire clock to place them by)."""
+    if len(run.wire_clock) != len(run.observations):
+        return None
+    steps, end = payload_steps(plan)
+    out: list[Observation] = []
+    for obs, clock in zip(run.observations, run.wire_clock, strict=True):
+        if clock == 0:
+            out.append(obs)
+            continue
+        step = steps[clock - 1] if clock <= len(steps) else end
+        out.append(dataclasses.replace(obs, step=step))
+    return out
+
+
+def _mismatch(oracle: Oracle, observations: Sequence[Observation]) -> int:
+    """How far what the executor received is from what a reading runs, whenever it ran it:
+    executions of calls the reading never runs, with other arguments, or repeated, and
+    calls the reading must run that never ran."""
+    runs: dict[CallKey, list[object]] = {}
+    for obs in observations:
+        if isinstance(obs, Executed):
+            runs.setdefault(obs.key, []).append(obs.arguments)
+    count = 0
+    for key, arguments in runs.items():
+        verdict = oracle.verdicts.get(key)
+        if verdict is None or verdict.execute == "must_not":
+            count += len(arguments)
+        else:
+            count += sum(1 for a in arguments if a != verdict.arguments) + len(arguments) - 1
+    return count + sum(1 for k, v in oracle.verdicts.items() if v.execute == "must" and k not in runs)
+
+
+def _verdicts(oracle: Oracle) -> dict[CallKey, tuple[str, object]]:
+    return {k: (v.execute, v.arguments) for k, v in oracle.verdicts.items()}
+
+
+def _weight(judgement: Judgement) -> tuple[int, int]:
+    violated = judgement.violated
+    return (sum(1 for inv in violated if any(f.kind == "safety" for f in judgement.of(inv))), len(violated))
+
+
+def judge_wire_readings(
+    trace: WireTrace,
+    run: Run,
+    capabilities: frozenset[str],
+    primary: Judgement,
+    oracle: Oracle | None = None,
+) -> Judgement:
+    """``primary`` (the run judged under the protocol's own parser), or the judgement under
+    another defensible reading of the trace's payloads that finds the run correct, or whose
+    executions the run is closest to (see the module docstring)."""
+    if not primary.violated or primary.broken:
+        return primary
+    turn = next((getattr(e, "turn", "") for e in trace.events if not isinstance(e, WIRE_EVENTS)), "")
+    primary_events = [e for e in trace.events if isinstance(e, WIRE_EVENTS)]
+    # (how far the run is from a reading's executions, its violations, 0 for callsafe's own
+    # reading so that it wins a full tie): the smallest is the reading the run is judged under
+    primary_oracle = oracle or judge(trace)
+    closest = (_mismatch(primary_oracle, run.observations), *_weight(primary), 0)
+    chosen: tuple[str, Judgement] | None = None
+    for reading, events in differing_readings(
+        trace.protocol, trace.payloads, primary_events, turn=turn, response="r1", clean=trace.clean
+    ):
+        alternative = reading_trace(trace, reading, events)
+        try:
+            plan = plan_recorded(alternative, reading.parser)
+        except NotRepresentable:  # pragma: no cover - the events are the reading's own parse
+            continue
+        placed = _placed(run, plan)
+        if placed is None:
+            return primary
+        alt_oracle = judge(alternative)
+        if _verdicts(alt_oracle) == _verdicts(primary_oracle):
+            continue  # the reading reads the stream otherwise, but judges every call alike
+        judgement = judge_wire(alternative, placed, capabilities, run, alt_oracle)
+        weight = (_mismatch(alt_oracle, placed), *_weight(judgement), 1)
+        if weight < closest:
+            closest, chosen = weight, (reading.name, judgement)
+    if chosen is None:
+        return primary
+    name, best = chosen
+    best.reading = f"{name} ({trace.operator})" if trace.operator else name
+    best.spared = tuple(sorted(primary.violated - best.violated))
+    return best

@@ -1,0 +1,336 @@
+"""Other defensible readings of a stream the protocol's own parser refuses.
+
+Why: callsafe's parsers are strict (:mod:`callsafe.providers.base`): on a shape the protocol
+forbids, or one it does not describe, they stop reading and the stream ends as broken, so
+nothing it opened runs. That is one defensible reading ("refuse: nothing runs"). Where the
+protocol's documentation does not say how such a stream is to be read, a client that
+assembles by the identity the protocol documents (the Chat Completions tool-call ``index``,
+the Responses ``item_id`` or ``output_index``, the Anthropic block ``index``) reads it
+another way, just as defensibly. The project's rule is the oracle's ``may``: where the spec
+or the protocol is silent, every defensible reading is allowed; where it speaks, be strict.
+So each :class:`WireReading` here is such a reading of one protocol: it rewrites the
+payloads of one stream (holding, dropping or re-addressing what the strict parser refuses)
+and hands them to the same strict parser, so that its events, and the oracle's verdicts on
+them, come from the one mapping callsafe already has. A reading never invents data: every
+fragment it yields is text the stream sent for the identity the reading keys by.
+
+The harness (:mod:`callsafe.certify.wire_readings`) judges a library's run under callsafe's
+parser and, when that finds a violation, under each reading of the run's protocol; a run
+that one reading finds correct is correct, and the cell says which reading the library took.
+Glued ``{..}{..}`` arguments, a run on a ``length`` stop, two executions of one call or an
+execution of a prefix stay violations under every reading, since no reading yields them.
+
+The readings, with the documentation they rest on (each is silent on the shape the strict
+parser refuses, and documents the identity the reading keys by):
+
+* **Chat Completions, index-keyed assembly**: arguments for an ``index`` that has no name
+  yet belong to the call the index names next (the late name is taken). The API reference
+  types every streamed tool-call delta with a required ``index`` and an optional ``id`` and
+  ``function`` (openai-python ``ChoiceDeltaToolCall``), and the function-calling guide
+  accumulates streamed tool calls by ``index``; neither says what a client does with
+  arguments that come before the chunk with the id and name (vercel/ai #14722).
+* **Responses, items keyed by ``item_id``**: ``output_index`` only orders items, so a second
+  item at an ``output_index`` already used is its own item. The API reference: a delta's
+  ``item_id`` is "the ID of the output item that the function-call arguments delta is added
+  to".
+* **Responses, items keyed by ``output_index``**: the same reference says the same of
+  ``output_index`` ("the index of the output item ..."), so a second item that reuses an
+  item id at another ``output_index`` is its own item (its own ``call_id``).
+* **Responses, replays by ``sequence_number``**: an event repeated with its sequence number
+  ("the sequence number of this event") is the same event delivered twice, dropped; the
+  strict parser already reads replayed deltas and done events that way, and refuses only a
+  replayed ``response.created``.
+* **Anthropic, a replayed start is the same message or block**: the streaming guide's flow
+  is one ``message_start``, then per block one ``content_block_start`` whose ``index`` is the
+  block's place in the final ``content`` array; a ``message_start`` repeating the open
+  message's id, or a ``content_block_start`` repeating a started block (same index, id and
+  name), names what is already open and is dropped. A ``message_start`` with *another* id
+  inside the open message is a second message spliced in, never the same one: no reading
+  here merges it (``targets/repro/anthropic_second_message_start.py``).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from callsafe.model.vocabulary import CallTerminal, Event
+from callsafe.providers import registry
+from callsafe.providers.base import Parser, ProviderError, terminal_event_id
+from callsafe.providers.streams import ParsedStream
+
+__all__ = ["READINGS", "ReadingParser", "WireReading", "differing_readings", "read_under", "readings_for"]
+
+Payload = dict[str, Any]
+
+
+class _Rewriter:
+    """One stream's rewriting under a reading: each payload rewritten (``None``: dropped),
+    and the events the strict parser reads from the rewritten payloads mapped back to the
+    wire's own identities."""
+
+    def payload(self, payload: Payload) -> Payload | None:
+        return payload
+
+    def events(self, events: list[Event]) -> list[Event]:
+        return events
+
+
+@dataclass(frozen=True)
+class WireReading:
+    """A defensible reading of ``protocol`` streams: its ``name`` (what a cell's note
+    says), what it does, and the documentation it rests on."""
+
+    name: str
+    protocol: str
+    description: str
+    source: str
+    rewriter: Callable[[], _Rewriter]
+
+    def parser(self, turn: str, response: str) -> ReadingParser:
+        """A parser for one stream under this reading."""
+        return ReadingParser(registry.get(self.protocol).new_parser(turn, response), self.rewriter())
+
+
+class ReadingParser:
+    """The strict parser of the protocol, fed the payloads as the reading rewrites them; it
+    has the parser's contract (``feed``, ``finish``, ``broken``)."""
+
+    def __init__(self, inner: Parser, rewriter: _Rewriter) -> None:
+        self.inner = inner
+        self.rewriter = rewriter
+
+    @property
+    def broken(self) -> bool:
+        return self.inner.broken
+
+    def feed(self, payload: Any) -> list[Event]:
+        rewritten = self.rewriter.payload(copy.deepcopy(payload)) if isinstance(payload, dict) else payload
+        if rewritten is None:
+            return []
+        return self.rewriter.events(self.inner.feed(rewritten))
+
+    def finish(self, clean: bool = True) -> list[Event]:
+        return self.rewriter.events(self.inner.finish(clean))
+
+
+def read_under(
+    reading: WireReading, payloads: Iterable[Any], *, turn: str, response: str, clean: bool = True
+) -> ParsedStream:
+    """What ``reading`` reads from a whole stream (as :func:`~callsafe.providers.streams.parse_payloads`)."""
+    parser = reading.parser(turn, response)
+    events: list[Event] = []
+    try:
+        for payload in payloads:
+            events.extend(parser.feed(payload))
+    except ProviderError as exc:
+        events.extend(parser.finish(clean=False))
+        return ParsedStream(events, exc)
+    events.extend(parser.finish(clean=clean))
+    return ParsedStream(events)
+
+
+# --------------------------------------------------------------------------------------
+# Chat Completions
+# --------------------------------------------------------------------------------------
+
+
+class _ChatIndexKeyed(_Rewriter):
+    """Arguments for an index not yet named are held, and prepended to the arguments of the
+    entry that names the index (the first entry with a ``name`` there)."""
+
+    def __init__(self) -> None:
+        self.named: set[Any] = set()
+        self.held: dict[Any, str] = {}
+
+    def payload(self, payload: Payload) -> Payload | None:
+        for choice in payload.get("choices") or []:
+            if not isinstance(choice, dict) or (choice.get("index") or 0) != 0:
+                continue
+            delta = choice.get("delta")
+            entries = delta.get("tool_calls") if isinstance(delta, dict) else None
+            for place, entry in enumerate(entries if isinstance(entries, list) else []):
+                if not isinstance(entry, dict) or not isinstance(entry.get("function"), dict):
+                    continue
+                index = entry.get("index", place)
+                function = entry["function"]
+                arguments = function.get("arguments")
+                if function.get("name"):
+                    self.named.add(index)
+                    if index in self.held:
+                        function["arguments"] = self.held.pop(index) + (arguments if isinstance(arguments, str) else "")
+                elif index not in self.named and isinstance(arguments, str) and arguments:
+                    self.held[index] = self.held.get(index, "") + arguments
+                    function["arguments"] = ""
+        return payload
+
+
+# --------------------------------------------------------------------------------------
+# Responses
+# --------------------------------------------------------------------------------------
+
+_ITEM_EVENTS: Final = frozenset({"response.output_item.added", "response.output_item.done"})
+
+
+class _ResponsesByItemId(_Rewriter):
+    """``output_index`` dropped: items are their ids."""
+
+    def payload(self, payload: Payload) -> Payload | None:
+        payload.pop("output_index", None)
+        return payload
+
+
+_SEP: Final = "\x00@"  # no item id on any wire contains a NUL
+
+
+class _ResponsesByOutputIndex(_Rewriter):
+    """Item ids qualified by the ``output_index`` they come with, so two items that share an
+    id at two indexes are two items; the events name the wire's own item id again."""
+
+    def payload(self, payload: Payload) -> Payload | None:
+        index = payload.get("output_index")
+        if not isinstance(index, int):
+            return payload
+        if payload.get("type") in _ITEM_EVENTS and isinstance(payload.get("item"), dict):
+            item = payload["item"]
+            if isinstance(item.get("id"), str):
+                item["id"] = f"{item['id']}{_SEP}{index}"
+        elif isinstance(payload.get("item_id"), str):
+            payload["item_id"] = f"{payload['item_id']}{_SEP}{index}"
+        return payload
+
+    def events(self, events: list[Event]) -> list[Event]:
+        out: list[Event] = []
+        for event in events:
+            item = getattr(event, "item", None)
+            if isinstance(item, str) and _SEP in item:
+                event = dataclasses.replace(event, item=item.split(_SEP, 1)[0])  # type: ignore[call-arg]
+                if isinstance(event, CallTerminal):
+                    event = dataclasses.replace(
+                        event, event_id=terminal_event_id(event.response, event.item, event.call)
+                    )
+            out.append(event)
+        return out
+
+
+class _ResponsesReplays(_Rewriter):
+    """A payload equal to an earlier one that carried the same sequence number is dropped."""
+
+    def __init__(self) -> None:
+        self.seen: dict[Any, Payload] = {}
+
+    def payload(self, payload: Payload) -> Payload | None:
+        seq = payload.get("sequence_number")
+        if not isinstance(seq, int):
+            return payload
+        if seq in self.seen:
+            return None if self.seen[seq] == payload else payload
+        self.seen[seq] = copy.deepcopy(payload)
+        return payload
+
+
+# --------------------------------------------------------------------------------------
+# Anthropic Messages
+# --------------------------------------------------------------------------------------
+
+
+class _AnthropicSameStart(_Rewriter):
+    """A ``message_start`` with the open message's id, and a ``content_block_start`` equal to
+    the start of a block already started in the open message, are dropped."""
+
+    def __init__(self) -> None:
+        self.message: str | None = None
+        self.blocks: dict[Any, Any] = {}
+
+    def payload(self, payload: Payload) -> Payload | None:
+        kind = payload.get("type")
+        if kind == "message_start":
+            body = payload.get("message")
+            rid = body.get("id") if isinstance(body, dict) else None
+            if self.message is not None and rid == self.message:
+                return None
+            self.message, self.blocks = rid if isinstance(rid, str) else None, {}
+        elif kind == "content_block_start":
+            index = payload.get("index")
+            block = payload.get("content_block")
+            if index in self.blocks and self.blocks[index] == block:
+                return None
+            self.blocks.setdefault(index, copy.deepcopy(block))
+        elif kind == "message_stop":
+            self.message, self.blocks = None, {}
+        return payload
+
+
+# --------------------------------------------------------------------------------------
+# The catalog
+# --------------------------------------------------------------------------------------
+
+_OPENAI_REFERENCE: Final = (
+    "OpenAI API reference, Responses streaming events (response.function_call_arguments.delta: item_id "
+    "'the ID of the output item that the function-call arguments delta is added to', output_index 'the "
+    "index of the output item ...', sequence_number 'the sequence number of this event')"
+)
+
+READINGS: Final[tuple[WireReading, ...]] = (
+    WireReading(
+        "index-keyed assembly",
+        "openai-chat",
+        "arguments that come before the chunk naming their index belong to the call that index names next "
+        "(the late name is taken); the call runs once with all of them",
+        "OpenAI Chat Completions reference (every streamed tool-call delta has a required index, an optional id "
+        "and function: openai-python ChoiceDeltaToolCall) and function-calling guide (streamed tool calls are "
+        "accumulated by index); silent on arguments before the id and name (vercel/ai #14722)",
+        _ChatIndexKeyed,
+    ),
+    WireReading(
+        "items keyed by item_id",
+        "openai-responses",
+        "a second item at an output_index already used is its own item (output_index only orders items)",
+        _OPENAI_REFERENCE + "; silent on an output_index used twice",
+        _ResponsesByItemId,
+    ),
+    WireReading(
+        "items keyed by output_index",
+        "openai-responses",
+        "a second item reusing an item id at another output_index is its own item, with its own call_id",
+        _OPENAI_REFERENCE + "; silent on an item id used twice",
+        _ResponsesByOutputIndex,
+    ),
+    WireReading(
+        "replays by sequence_number",
+        "openai-responses",
+        "an event repeated with its sequence number (a replayed response.created) is one event delivered twice",
+        _OPENAI_REFERENCE + "; silent on an event delivered twice",
+        _ResponsesReplays,
+    ),
+    WireReading(
+        "a replayed start is the same message or block",
+        "anthropic-messages",
+        "a message_start repeating the open message's id, or a content_block_start repeating a started block "
+        "(same index, id and name), names what is already open",
+        "Anthropic streaming messages guide (one message_start; per content block one content_block_start, its "
+        "index the block's place in the final content array); silent on a start delivered twice",
+        _AnthropicSameStart,
+    ),
+)
+
+
+def readings_for(protocol: str) -> tuple[WireReading, ...]:
+    """The other defensible readings of ``protocol`` streams (none for most protocols)."""
+    return tuple(r for r in READINGS if r.protocol == protocol)
+
+
+def differing_readings(
+    protocol: str, payloads: Sequence[Any], primary: Sequence[Event], *, turn: str, response: str, clean: bool = True
+) -> list[tuple[WireReading, list[Event]]]:
+    """Each reading of ``protocol`` that reads ``payloads`` otherwise than the strict parser
+    (whose events are ``primary``), with what it reads."""
+    out: list[tuple[WireReading, list[Event]]] = []
+    for reading in readings_for(protocol):
+        events = read_under(reading, payloads, turn=turn, response=response, clean=clean).events
+        if list(events) != list(primary):
+            out.append((reading, events))
+    return out

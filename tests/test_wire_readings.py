@@ -1,0 +1,230 @@
+"""Where the protocol's documentation is silent, every defensible reading of a stream is
+allowed (``callsafe.providers.readings``, ``callsafe.certify.wire_readings``): a library that
+assembles by index where callsafe's parser refuses is judged under its reading, and what no
+reading allows (a second execution, other arguments, a phantom call, a run on a stop) is
+still a violation.
+
+The targets are small in-process stand-ins for libraries (no capability, like the library
+adapters): the reference implementation behind a reading's parser is a correct
+implementation of that reading; wrapped so that it runs a call twice or with other
+arguments, it is a wrong one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from wire_targets import ParsedReference
+
+from callsafe.certify.checking import run_checked
+from callsafe.certify.wire_adversities import adversity_traces
+from callsafe.contract.target import TargetEnv
+from callsafe.model.oracle import judge
+from callsafe.model.vocabulary import CallKey, Event
+from callsafe.providers.adversities import WireTrace
+from callsafe.providers.base import ProviderError
+from callsafe.providers.readings import READINGS, WireReading, differing_readings, read_under, readings_for
+from callsafe.providers.streams import parse_payloads
+
+NONE: frozenset[str] = frozenset()
+
+# (reading, operator, a phrase of the variant's label): the refused shapes each reading reads
+CASES = (
+    ("index-keyed assembly", "arguments-before-id", "first arguments before the chunk with its id and name"),
+    ("items keyed by item_id", "duplicated-output-index-or-item-id", "reuses the first item's output_index"),
+    ("items keyed by output_index", "duplicated-output-index-or-item-id", "reuses the first item's id"),
+    ("replays by sequence_number", "replayed-responses-events", "response.created replayed"),
+    ("a replayed start is the same message or block", "replayed-block-or-message-start", "message_start replayed"),
+    ("a replayed start is the same message or block", "replayed-block-or-message-start", "content_block_start"),
+)
+_BY_NAME = {r.name: r for r in READINGS}
+
+
+def _traces(reading: WireReading, operator: str, phrase: str) -> list[WireTrace]:
+    out = [t for t in adversity_traces((reading.protocol,), sse=False) if t.operator == operator and phrase in t.name]
+    assert out, (reading.name, operator, phrase)
+    return out
+
+
+def _refused(trace: WireTrace) -> bool:
+    return parse_payloads(trace.protocol, trace.payloads, turn="t1", response="r1", clean=trace.clean).error is not None
+
+
+class ReadingReference(ParsedReference):
+    """The reference implementation reading the wire through ``reading``'s parser: an
+    implementation that assembles as the reading does, correct in every other way."""
+
+    def __init__(self, reading: WireReading) -> None:
+        super().__init__(reading.protocol, NONE)
+        self.reading = reading
+        self.name = f"reading-reference:{reading.name}"
+
+    def receive_wire(self, payload: Mapping[str, Any]) -> None:
+        if self.parser is None:
+            self.parser = self.reading.parser(self.turn, "r1")  # type: ignore[assignment]
+        assert self.parser is not None
+        try:
+            events = self.parser.feed(dict(payload))
+        except ProviderError:
+            events = []
+        for parsed in events:
+            self.inner.receive(parsed)
+
+
+class Twice(ReadingReference):
+    """Runs every call its reading runs, twice."""
+
+    def start(self, env: TargetEnv) -> None:
+        run = env.executor
+
+        def twice(key: CallKey, actor: str, tool: str, arguments: Any, traceparent: str | None = None) -> None:
+            run(key, actor, tool, arguments, traceparent)
+            run(key, actor, tool, arguments, traceparent)
+
+        super().start(_with_executor(env, twice))
+
+
+class OtherArguments(ReadingReference):
+    """Runs every call its reading runs, with a prefix of its arguments instead."""
+
+    def start(self, env: TargetEnv) -> None:
+        run = env.executor
+
+        def prefix(key: CallKey, actor: str, tool: str, arguments: Any, traceparent: str | None = None) -> None:
+            run(key, actor, tool, {"amount": 1}, traceparent)
+
+        super().start(_with_executor(env, prefix))
+
+
+def _with_executor(env: TargetEnv, executor: Any) -> TargetEnv:
+    import dataclasses
+
+    return dataclasses.replace(env, executor=executor)
+
+
+class RunsAtEnd:
+    """Runs one fixed call at the end of the body, whatever the stream said (a library
+    that repairs a cut-off call, or merges a spliced message)."""
+
+    capabilities = NONE
+
+    def __init__(self, protocol: str, key: CallKey, arguments: Any) -> None:
+        self.name, self.protocol, self.key, self.arguments = "runs-at-end", protocol, key, arguments
+        self.env: TargetEnv | None = None
+
+    def start(self, env: TargetEnv) -> None:
+        self.env = env
+
+    def receive(self, event: Event) -> None: ...
+
+    def receive_wire(self, payload: Mapping[str, Any]) -> None: ...
+
+    def end_stream(self) -> None:
+        assert self.env is not None
+        self.env.executor(self.key, "u1", "pay", self.arguments)
+
+    def restart(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@pytest.mark.parametrize(("reading", "operator", "phrase"), CASES)
+def test_the_refused_shape_has_another_reading_that_runs_calls(reading: str, operator: str, phrase: str) -> None:
+    """Each reading reads each stream of its shape without the parser's refusal, and on at
+    least one of them its verdicts differ from callsafe's (a call that may run)."""
+    chosen = _BY_NAME[reading]
+    differs = 0
+    for trace in _traces(chosen, operator, phrase):
+        assert _refused(trace), trace.name
+        primary = [e for e in trace.events[1:]]
+        found = dict(
+            (r.name, events)
+            for r, events in differing_readings(
+                trace.protocol, trace.payloads, primary, turn="t1", response="r1", clean=trace.clean
+            )
+        )
+        assert reading in found, trace.name
+        read = read_under(chosen, trace.payloads, turn="t1", response="r1", clean=trace.clean)
+        assert read.error is None, (trace.name, read.error)
+        verdicts = judge(trace.__class__(events=(trace.events[0], *read.events), tools=trace.tools)).verdicts
+        differs += any(v.execute == "must" for v in verdicts.values())
+    assert differs
+
+
+@pytest.mark.parametrize(("reading", "operator", "phrase"), CASES)
+def test_a_correct_implementation_of_the_reading_is_not_blamed(reading: str, operator: str, phrase: str) -> None:
+    """The reference assembling as the reading does passes every stream of the shape, and
+    the judgement names the reading where callsafe's own would have blamed it."""
+    chosen = _BY_NAME[reading]
+    named = 0
+    for trace in _traces(chosen, operator, phrase):
+        checked = run_checked(lambda: ReadingReference(chosen), NONE, trace)
+        assert not checked.missing, (trace.name, checked.missing)
+        assert not checked.violated, (trace.name, checked.explain())
+        if checked.judgement.reading:
+            assert checked.judgement.reading == f"{reading} ({operator})"
+            assert checked.judgement.spared
+            named += 1
+    assert named, "no stream of the shape needed the reading"
+
+
+@pytest.mark.parametrize(("reading", "operator", "phrase"), CASES)
+def test_callsafes_own_refusal_is_not_blamed_either(reading: str, operator: str, phrase: str) -> None:
+    protocol = _BY_NAME[reading].protocol
+    for trace in _traces(_BY_NAME[reading], operator, phrase):
+        checked = run_checked(lambda: ParsedReference(protocol, NONE), NONE, trace)
+        assert not checked.violated and not checked.judgement.reading, (trace.name, checked.explain())
+
+
+@pytest.mark.parametrize(("reading", "operator", "phrase"), CASES)
+@pytest.mark.parametrize(("wrong", "invariant"), [(Twice, "INV-ONCE"), (OtherArguments, "INV-EXACT-ARGS")])
+def test_what_no_reading_allows_is_still_a_violation(
+    reading: str, operator: str, phrase: str, wrong: type[ReadingReference], invariant: str
+) -> None:
+    """Executing a call twice, or with arguments its fragments never made, is a violation
+    under every reading: the judge passes no wrong implementation of a reading."""
+    chosen = _BY_NAME[reading]
+    caught = 0
+    for trace in _traces(chosen, operator, phrase):
+        checked = run_checked(lambda: wrong(chosen), NONE, trace)
+        if checked.run is not None and any(getattr(o, "tool", None) for o in checked.run.observations):
+            assert invariant in checked.violated, (trace.name, checked.explain())
+            caught += 1
+    assert caught
+
+
+def test_a_spliced_message_and_a_stopped_call_have_no_reading_that_runs_them() -> None:
+    """A second message_start with another id inside the open message is never the same
+    message, and a call cut off by a stop reason never runs, under any reading."""
+    anthropic = [t for t in adversity_traces(("anthropic-messages",), sse=False)]
+    spliced = next(t for t in anthropic if "a second message_start (another id)" in t.name)
+    key = CallKey("acme", "t1", "r1", "0", "call_a")
+    checked = run_checked(lambda: RunsAtEnd("anthropic-messages", key, {"amount": 100}), NONE, spliced)
+    assert checked.violated & {"INV-TERMINAL", "INV-CANCEL"}, checked.explain()
+    chat = [t for t in adversity_traces(("openai-chat",), sse=False) if t.operator == "arguments-before-id"]
+    stopped = next(t for t in chat if "stopped: length" in t.name)
+    checked = run_checked(lambda: RunsAtEnd("openai-chat", key, {"amount": 10}), NONE, stopped)
+    assert checked.violated, checked.explain()
+    # the index-keyed reading of that stream is a call stopped by length: it must not run
+    trace = stopped
+    read = read_under(_BY_NAME["index-keyed assembly"], trace.payloads, turn="t1", response="r1")
+    verdicts = judge(trace.__class__(events=(trace.events[0], *read.events), tools=trace.tools)).verdicts
+    assert {v.execute for v in verdicts.values()} == {"must_not"}
+
+
+def test_readings_are_per_protocol_and_change_no_verdict_on_streams_the_parser_reads() -> None:
+    """On a stream the parser reads, every reading gives the same verdicts (it may drop a
+    replay the parser reads as a repeat), and only the protocols with a silent shape have
+    readings."""
+    assert {r.protocol for r in READINGS} == {"openai-chat", "openai-responses", "anthropic-messages"}
+    assert readings_for("gemini") == ()
+    for trace in adversity_traces(sse=False):
+        if _refused(trace):
+            continue
+        want = {k: (v.execute, v.arguments) for k, v in judge(trace).verdicts.items()}
+        for reading in readings_for(trace.protocol):
+            read = read_under(reading, trace.payloads, turn="t1", response="r1", clean=trace.clean)
+            alternative = trace.__class__(events=(trace.events[0], *read.events), tools=trace.tools)
+            got = {k: (v.execute, v.arguments) for k, v in judge(alternative).verdicts.items()}
+            assert got == want, (reading.name, trace.name)
