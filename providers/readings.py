@@ -21,7 +21,7 @@ Glued ``{..}{..}`` arguments, a run on a ``length`` stop, two executions of one 
 execution of a prefix stay violations under every reading, since no reading yields them.
 
 The readings, with the documentation they rest on (each is silent on the shape the strict
-parser refuses, and documents the identity the reading keys by):
+parser refuses or fails, and documents the identity or the value the reading goes by):
 
 * **Chat Completions, index-keyed assembly**: arguments for an ``index`` that has no name
   yet belong to the call the index names next (the late name is taken). The API reference
@@ -36,6 +36,11 @@ parser refuses, and documents the identity the reading keys by):
 * **Responses, items keyed by ``output_index``**: the same reference says the same of
   ``output_index`` ("the index of the output item ..."), so a second item that reuses an
   item id at another ``output_index`` is its own item (its own ``call_id``).
+* **Responses, the done events' arguments are final**: the reference calls a delta "a partial
+  function-call arguments delta" and ``function_call_arguments.done`` the event "emitted when
+  function-call arguments are finalized", carrying "the function-call arguments"; where the
+  deltas disagree with it (a resent delta, a proxy's rewrite), the strict parser fails the
+  call (two texts for one call) and a client that takes the finalized arguments runs them.
 * **Responses, replays by ``sequence_number``**: an event repeated with its sequence number
   ("the sequence number of this event") is the same event delivered twice, dropped; the
   strict parser already reads replayed deltas and done events that way, and refuses only a
@@ -216,6 +221,14 @@ class _ResponsesByOutputIndex(_Rewriter):
         return out
 
 
+class _ResponsesDoneIsFinal(_Rewriter):
+    """Argument deltas dropped: each call's arguments are what its done events carry (the
+    strict parser takes them as the call's one fragment when no delta carried text)."""
+
+    def payload(self, payload: Payload) -> Payload | None:
+        return None if payload.get("type") == "response.function_call_arguments.delta" else payload
+
+
 class _ResponsesReplays(_Rewriter):
     """A payload equal to an earlier one that carried the same sequence number is dropped."""
 
@@ -298,6 +311,16 @@ READINGS: Final[tuple[WireReading, ...]] = (
         "a second item reusing an item id at another output_index is its own item, with its own call_id",
         _OPENAI_REFERENCE + "; silent on an item id used twice",
         _ResponsesByOutputIndex,
+    ),
+    WireReading(
+        "the done events' arguments are final",
+        "openai-responses",
+        "when the deltas disagree with the arguments of function_call_arguments.done and output_item.done, the "
+        "done events' arguments are the call's (the deltas were a preview of them)",
+        "OpenAI API reference: response.function_call_arguments.delta is 'a partial function-call arguments "
+        "delta', response.function_call_arguments.done is 'emitted when function-call arguments are finalized' "
+        "and carries 'the function-call arguments'; silent on deltas that disagree with them",
+        _ResponsesDoneIsFinal,
     ),
     WireReading(
         "replays by sequence_number",
