@@ -392,6 +392,8 @@ def _counterexample_json(ce: Counterexample, protocol: str) -> dict[str, Any]:
         ],
         "target_errors": [e.describe() for e in ce.errors],
     }
+    if ce.reading:  # the steps are callsafe's parse; the run was judged under the reading the library took
+        out["reading"] = ce.reading
     if protocol != ABSTRACT:
         out["wire"] = _wire(ce.minimal, protocol)
     return out
@@ -623,6 +625,11 @@ def _markdown_tail(m: Matrix, files: MatrixFiles | None) -> list[str]:
                 "",
             ]
             lines += ["```", *ce["steps"], "```", ""]
+            if ce.get("reading"):
+                lines += [
+                    f"Judged under the reading the library took: {ce['reading']} (the steps are callsafe's parse).",
+                    "",
+                ]
             lines += [f"- {f}" for f in ce["findings"]]
             lines.append("")
     return lines

@@ -296,3 +296,4 @@ class Counterexample:
     files: dict[str, str] = field(default_factory=dict)  # kind -> path (set by the report)
     calls: list[Call] = field(default_factory=list)  # what the validator and executor got and answered
     merged: int = 1  # counterexamples with this finding on these decisive events, shown as this one
+    reading: str = ""  # a wire run judged under another defensible reading of its stream (wire_readings)

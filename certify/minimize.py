@@ -19,6 +19,7 @@ A counterexample is written as a replayable JSON trace and as a standalone pytes
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -193,18 +194,21 @@ def minimize_counterexample(
     origin = (
         f"{example.generator} trace {example.trace.name!r}" if example.trace.name else f"a {example.generator} trace"
     )
-    minimal = Trace(
-        events=minimal.events,
-        tools=minimal.tools,
-        limits=minimal.limits,
-        name=f"minimal {invariant}",
-        source=f"shrunk from the {origin}",
-    )
+    if isinstance(minimal, WireTrace):  # whole, with the payloads the target read (not a rendering of its parse)
+        minimal = dataclasses.replace(minimal, name=f"minimal {invariant}", source=f"the {origin}")
+    else:
+        minimal = Trace(
+            events=minimal.events,
+            tools=minimal.tools,
+            limits=minimal.limits,
+            name=f"minimal {invariant}",
+            source=f"shrunk from the {origin}",
+        )
     checked = run_checked(factory, capabilities, minimal, timeout)
     runs += 1
     if invariant not in checked.violated:  # a flaky target: keep the original
         minimal, checked = example.trace, run_checked(factory, capabilities, example.trace, timeout)
-    if checked.trace.events != minimal.events:  # relabelled for a provider protocol: show what ran
+    if checked.trace.events != minimal.events and not isinstance(minimal, WireTrace):  # relabelled: show what ran
         minimal = Trace(
             events=checked.trace.events,
             tools=minimal.tools,
@@ -214,13 +218,13 @@ def minimize_counterexample(
         )
     keys = {f.key for f in checked.judgement.of(invariant) if f.key is not None}
     explanation = [f"{key.short()}: {line}" for key in sorted(keys, key=str) for line in checked.oracle.explain(key)]
-    minimal = Trace(
-        events=minimal.events,
-        tools=minimal.tools,
-        limits=minimal.limits,
-        name=counterexample_name(invariant, minimal, checked.judgement.of(invariant)),
-        source=minimal.source,
-    )
+    name = counterexample_name(invariant, minimal, checked.judgement.of(invariant))
+    if isinstance(minimal, WireTrace):
+        minimal = dataclasses.replace(minimal, name=name)
+    else:
+        minimal = Trace(
+            events=minimal.events, tools=minimal.tools, limits=minimal.limits, name=name, source=minimal.source
+        )
     return Counterexample(
         invariant=invariant,
         generator=example.generator,
@@ -232,6 +236,7 @@ def minimize_counterexample(
         explanation=explanation,
         tests_run=runs,
         calls=list(checked.run.calls) if checked.run else [],
+        reading=checked.judgement.reading,
     )
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Final
 
 from callsafe.certify.judge import Judgement, judge_observations
 from callsafe.certify.runner import Run
@@ -125,6 +126,32 @@ def _weight(judgement: Judgement) -> tuple[int, int]:
     return (sum(1 for inv in violated if any(f.kind == "safety" for f in judgement.of(inv))), len(violated))
 
 
+BY_CALL_ID: Final = "calls named by their id"
+
+
+def by_call_id(oracle: Oracle, observations: Sequence[Observation]) -> list[Observation]:
+    """Observations whose call key the stream never carried, renamed to the one key of the
+    stream with the same call id (tenant, turn and response alike), where there is exactly
+    one. Why: a Chat Completions call's ``index`` is its place in the streamed deltas, and a
+    library that hands over the assembled message (a ``tool_calls`` list, numbered from 0,
+    or Mistral's deltas without any index) keeps the call's ``id`` and not that place; the
+    call it ran is still the call of that id. Renamed, a second execution of a call is still
+    a second execution, and a call that must not run still must not."""
+    out: list[Observation] = []
+    for obs in observations:
+        key = getattr(obs, "key", None)
+        if isinstance(key, CallKey) and key not in oracle.verdicts:
+            same = [
+                k
+                for k in oracle.verdicts
+                if (k.tenant, k.turn, k.response, k.call) == (key.tenant, key.turn, key.response, key.call)
+            ]
+            if len(same) == 1:
+                obs = dataclasses.replace(obs, key=same[0])  # type: ignore[call-arg]
+        out.append(obs)
+    return out
+
+
 def judge_wire_readings(
     trace: WireTrace,
     run: Run,
@@ -134,16 +161,15 @@ def judge_wire_readings(
 ) -> Judgement:
     """``primary`` (the run judged under the protocol's own parser), or the judgement under
     another defensible reading of the trace's payloads that finds the run correct, or whose
-    executions the run is closest to (see the module docstring)."""
+    executions the run is closest to (see the module docstring). Under each reading the run
+    is also judged with its calls named by their id (:func:`by_call_id`)."""
     if not primary.violated or primary.broken:
         return primary
     turn = next((getattr(e, "turn", "") for e in trace.events if not isinstance(e, WIRE_EVENTS)), "")
     primary_events = [e for e in trace.events if isinstance(e, WIRE_EVENTS)]
-    # (how far the run is from a reading's executions, its violations, 0 for callsafe's own
-    # reading so that it wins a full tie): the smallest is the reading the run is judged under
     primary_oracle = oracle or judge(trace)
-    closest = (_mismatch(primary_oracle, run.observations), *_weight(primary), 0)
-    chosen: tuple[str, Judgement] | None = None
+    # each candidate: (its name, its trace, its oracle, the run's observations placed in it)
+    candidates: list[tuple[str, Trace, Oracle, Sequence[Observation]]] = [("", trace, primary_oracle, run.observations)]
     for reading, events in differing_readings(
         trace.protocol, trace.payloads, primary_events, turn=turn, response="r1", clean=trace.clean
     ):
@@ -156,12 +182,25 @@ def judge_wire_readings(
         if placed is None:
             return primary
         alt_oracle = judge(alternative)
-        if _verdicts(alt_oracle) == _verdicts(primary_oracle):
-            continue  # the reading reads the stream otherwise, but judges every call alike
-        judgement = judge_wire(alternative, placed, capabilities, run, alt_oracle)
-        weight = (_mismatch(alt_oracle, placed), *_weight(judgement), 1)
-        if weight < closest:
-            closest, chosen = weight, (reading.name, judgement)
+        if _verdicts(alt_oracle) != _verdicts(primary_oracle):  # else it judges every call alike
+            candidates.append((reading.name, alternative, alt_oracle, placed))
+    # (how far the run is from a reading's executions, its violations, 0 for callsafe's own
+    # reading so that it wins a full tie): the smallest is the reading the run is judged under
+    closest = (_mismatch(primary_oracle, run.observations), *_weight(primary), 0)
+    chosen: tuple[str, Judgement] | None = None
+    for name, candidate, candidate_oracle, placed in candidates:
+        for label, observations in ((name, placed), (BY_CALL_ID if not name else f"{name}; {BY_CALL_ID}", None)):
+            if observations is None:
+                renamed = by_call_id(candidate_oracle, placed)
+                if renamed == list(placed):
+                    continue
+                observations = renamed
+            if not label:
+                continue  # callsafe's own reading as it is: the primary judgement
+            judgement = judge_wire(candidate, observations, capabilities, run, candidate_oracle)
+            weight = (_mismatch(candidate_oracle, observations), *_weight(judgement), 1)
+            if weight < closest:
+                closest, chosen = weight, (label, judgement)
     if chosen is None:
         return primary
     name, best = chosen

@@ -190,6 +190,7 @@ OA_DONE, OA_FINAL, OA_NONSTRICT, OA_FINAL_NONSTRICT = (
 CHAT, RESP, ANTH = "openai-chat", "openai-responses", "anthropic-messages"
 EVERY_CHUNK = ("finish-reason-on-every-chunk", "finish_reason 'tool_calls' on every chunk")
 REPEATED = ("repeated-id-and-name", "the id and name repeated on every chunk of a call")
+_SPLICED = ("replayed-block-or-message-start", "a second message_start (another id) inside the open message")
 _LATE = (
     "a fragment that arrives after the choice's finish_reason is appended (a finish_reason on every chunk, "
     "jcode #1326): '{\"amount\":1' ended, then '00}' runs {'amount': 100}, a reading the end never gave"
@@ -431,8 +432,23 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
             _adversity(
                 ANTH, "replayed-block-or-message-start", "a second message_start (another id) inside the open message"
             ),
+            _adversity(ANTH, *_SPLICED, _two(WHOLE, WHOLE)),
         ),
-        {AN_STOP: _s(T, C), AN_FINAL: _s(T, C), AN_FINE: _s(T, C), AN_EVERY: _s(T, C)},
+        {AN_STOP: _s(T, C, X), AN_FINAL: _s(T, C, X), AN_FINE: _s(T, C, X), AN_EVERY: _s(T, C, X)},
+    ),
+    Finding(
+        "AN-REPLAYED-BLOCK-START",
+        "anthropic",
+        "a replayed content_block_start (the same block: index, id and name) is read as a new block: the final "
+        "message holds the call twice, once as a phantom tool_use with input {} (issue 18), and with two calls "
+        "the blocks after it shift, so the second call's input goes to the phantom (block_stop: the first call is "
+        "presented again under the second block's index and the second call is lost)",
+        "anthropic_replayed_block_start.py",
+        (
+            _adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed"),
+            _adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed", _two(WHOLE, WHOLE)),
+        ),
+        {AN_STOP: _s(X, L), AN_FINAL: _s(X, ONCE), AN_FINE: _s(X, L), AN_EVERY: _s(X, ONCE)},
     ),
     Finding(
         "AN-REPLAYED-BLOCK-STOP",
@@ -519,6 +535,16 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
         "pydantic_ai_anthropic_delta_after_block_stop.py",
         (_adversity(ANTH, "delta-after-block-or-message-stop", "a delta after content_block_stop"),),
         {PA_ANTH: _s(L)},
+    ),
+    Finding(
+        "PA-ANTH-SECOND-MESSAGE-START",
+        "pydantic-ai-slim",
+        "over Anthropic, a second message_start (another id) inside the open message is ignored: the deltas after "
+        "it are appended to the first message's block and the spliced call runs (with two calls, the second one, "
+        "of a message that never started cleanly, runs too)",
+        "pydantic_ai_anthropic_second_message_start.py",
+        (_adversity(ANTH, *_SPLICED), _adversity(ANTH, *_SPLICED, _two(WHOLE, WHOLE))),
+        {PA_ANTH: _s(T, C, X)},
     ),
     Finding(
         "LL-LATE-DATA",
