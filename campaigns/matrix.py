@@ -378,24 +378,45 @@ def reading_notes(cert: Certification, invariant: str) -> list[str]:
     return out
 
 
+def _as_read(ce: Counterexample) -> tuple[Trace, Any]:
+    """The counterexample's trace as the reading it was judged under reads its payloads (its
+    steps are then that reading's, as the findings' steps are), with that reading's parser;
+    the trace itself, and no parser, otherwise."""
+    from callsafe.certify.wire_readings import reading_trace
+    from callsafe.providers.adversities import WireTrace
+    from callsafe.providers.readings import read_under, readings_for
+
+    trace = ce.minimal
+    if not ce.reading or not isinstance(trace, WireTrace):
+        return trace, None
+    name = ce.reading.split(" (")[0].split("; ")[0]
+    reading = next((r for r in readings_for(trace.protocol) if r.name == name), None)
+    if reading is None:  # calls named by their id: callsafe's own parse
+        return trace, None
+    turn = next((getattr(e, "turn", "") for e in trace.events if isinstance(e, TurnStarted)), "")
+    read = read_under(reading, trace.payloads, turn=turn, response="r1", clean=trace.clean)
+    return reading_trace(trace, reading, read.events), reading.parser
+
+
 def _counterexample_json(ce: Counterexample, protocol: str) -> dict[str, Any]:
     executed = [o for o in ce.observations if isinstance(o, Executed)]
+    shown, parser = _as_read(ce)
     out: dict[str, Any] = {
         "generator": ce.generator,
         "events": len(ce.minimal.events),
         "found_in_events": len(ce.original.events),
         "trace": _plain_trace(ce.minimal).to_json(),
-        "steps": [describe(i, e) for i, e in enumerate(ce.minimal.delivered())],
+        "steps": [describe(i, e) for i, e in enumerate(shown.delivered())],
         "findings": [f.describe() for f in ce.findings],
         "executed": [
             {"step": o.step, "call": o.key.short(), "tool": o.tool, "arguments": o.arguments} for o in executed
         ],
         "target_errors": [e.describe() for e in ce.errors],
     }
-    if ce.reading:  # the steps are callsafe's parse; the run was judged under the reading the library took
+    if ce.reading:  # the run was judged under the reading it is closest to; the steps are that reading's
         out["reading"] = ce.reading
     if protocol != ABSTRACT:
-        out["wire"] = _wire(ce.minimal, protocol)
+        out["wire"] = _wire(shown, protocol, parser)
     return out
 
 
@@ -405,10 +426,17 @@ def _plain_trace(trace: Trace) -> Trace:
     return dataclasses.replace(trace, name="")
 
 
-def _wire(trace: Trace, protocol: str) -> list[dict[str, Any]]:
-    """The payloads the library read, with the step of the abstract event each came from."""
+def _wire(trace: Trace, protocol: str, parser: Any = None) -> list[dict[str, Any]]:
+    """The payloads the library read, with the step of the abstract event each came from (in
+    the parse of ``parser``, a reading's, when one is given)."""
+    from callsafe.certify.wire import plan_recorded
+    from callsafe.providers.adversities import WireTrace
+
     try:
-        _, plan = prepare(trace, protocol)
+        if parser is not None and isinstance(trace, WireTrace):
+            plan = plan_recorded(trace, parser)
+        else:
+            _, plan = prepare(trace, protocol)
     except NotRepresentable:  # pragma: no cover - a counterexample ran, so it is representable
         return []
     out: list[dict[str, Any]] = []
@@ -627,7 +655,7 @@ def _markdown_tail(m: Matrix, files: MatrixFiles | None) -> list[str]:
             lines += ["```", *ce["steps"], "```", ""]
             if ce.get("reading"):
                 lines += [
-                    f"Judged under the reading the library took: {ce['reading']} (the steps are callsafe's parse).",
+                    f"Judged under the reading the run is closest to: {ce['reading']} (the steps are its parse).",
                     "",
                 ]
             lines += [f"- {f}" for f in ce["findings"]]

@@ -13,7 +13,8 @@ builds the plan from them), an abstract target (the reference) is given the pars
 and a target of another protocol finds the trace not applicable. A stream the parser refuses
 part-way (a protocol violation) reads as the events before the violation and a disconnect;
 a library still gets every payload and the end of the body, as an application's read loop
-would.
+would; a library that reads such a stream as another defensible reading does is judged under
+that reading (:mod:`callsafe.certify.wire_readings`).
 
 The base streams are wire-shaped traces (:mod:`callsafe.certify.wire_traces`): one call that
 completes, two calls in sequence on items 0 and 1, two interleaved calls, and one call cut

@@ -12,6 +12,14 @@ parser, and the oracle judges the events it reads. The expected verdict is there
 written by hand: it is what the spec says about what the wire said, through the one mapping
 (:mod:`callsafe.providers`) that the reference implementation also reads the wire with.
 
+Where the parser refuses a shape the protocol's documentation does not settle (arguments
+before the Chat tool name, an ``output_index`` or item id used twice, a replayed
+``response.created`` or Anthropic start) or fails a call the documentation would let run
+(Responses deltas that disagree with the finalized arguments), its reading is one of several
+defensible ones: :mod:`callsafe.providers.readings` holds the others, and a library's run is
+judged under each (:mod:`callsafe.certify.wire_readings`); their verdicts come from the same
+parser and oracle, so none is written by hand either.
+
 Each :class:`Operator` names its ``source`` (an issue in a public tracker, from
 ``research/public-streaming-bugs.md``, or the provider's rule it bends) and the protocols it
 applies to; it returns no variant for a stream it has nothing to change in (a stream with

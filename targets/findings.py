@@ -503,10 +503,16 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
         "PA-RESP-DUPLICATE-DELTA",
         "pydantic-ai-slim",
         "over Responses, a delta replayed with its sequence_number is appended ('{\"amount\":100}00}'): the "
-        "arguments no longer parse, and the call (whose done events say '{\"amount\":100}') never runs",
+        "arguments no longer parse, and the call (whose done events say '{\"amount\":100}') never runs; where "
+        "the doubled text still parses ('{\"amount\":' '1' '1' '00}'), the call runs with {'amount': 1100}",
         "pydantic_ai_responses_duplicate_delta.py",
-        (_adversity(RESP, "duplicated-delta", "delta 2 replayed with its sequence number"),),
-        {PA_RESP: _s(L)},
+        (
+            _adversity(RESP, "duplicated-delta", "delta 2 replayed with its sequence number"),
+            _adversity(
+                RESP, "duplicated-delta", "delta 3 replayed with its sequence number", _one(('{"amount":', "1", "00}"))
+            ),
+        ),
+        {PA_RESP: _s(L, X)},
     ),
     Finding(
         "PA-RESP-SECOND-CREATED",
