@@ -188,15 +188,12 @@ def judge_wire_readings(
     # reading so that it wins a full tie): the smallest is the reading the run is judged under
     closest = (_mismatch(primary_oracle, run.observations), *_weight(primary), 0)
     chosen: tuple[str, Judgement] | None = None
-    for name, candidate, candidate_oracle, placed in candidates:
-        for label, observations in ((name, placed), (BY_CALL_ID if not name else f"{name}; {BY_CALL_ID}", None)):
-            if observations is None:
-                renamed = by_call_id(candidate_oracle, placed)
-                if renamed == list(placed):
-                    continue
-                observations = renamed
-            if not label:
-                continue  # callsafe's own reading as it is: the primary judgement
+    for name, candidate, candidate_oracle, seen in candidates:
+        options: list[tuple[str, Sequence[Observation]]] = [(name, seen)] if name else []
+        renamed = by_call_id(candidate_oracle, seen)
+        if renamed != list(seen):
+            options.append((f"{name}; {BY_CALL_ID}" if name else BY_CALL_ID, renamed))
+        for label, observations in options:  # callsafe's own reading as it is: the primary judgement
             judgement = judge_wire(candidate, observations, capabilities, run, candidate_oracle)
             weight = (_mismatch(candidate_oracle, observations), *_weight(judgement), 1)
             if weight < closest:

@@ -238,3 +238,37 @@ def test_readings_are_per_protocol_and_change_no_verdict_on_streams_the_parser_r
             assert reading.name == "the done events' arguments are final", (reading.name, trace.name)
             for key in {k for k in want if got.get(k) != want[k]}:
                 assert want[key][0] in ("must_not", "may"), (trace.name, key)
+
+
+class RunsEach(RunsAtEnd):
+    """Runs each of several keys with the same arguments at the end of the body."""
+
+    def __init__(self, protocol: str, keys: list[CallKey], arguments: Any) -> None:
+        super().__init__(protocol, keys[0], arguments)
+        self.keys = keys
+
+    def end_stream(self) -> None:
+        assert self.env is not None
+        for key in self.keys:
+            self.env.executor(key, "u1", "pay", self.arguments)
+
+
+def test_a_call_named_by_its_id_is_the_call_of_that_id() -> None:
+    """A library that keeps a call's id and not the wire's index (Mistral sends none; a
+    rebuilt tool_calls list numbers from 0) ran the call of that id; run under two names,
+    it is still a violation (a second run, or a key the stream never carried)."""
+    chat = {t.name: t for t in adversity_traces(("openai-chat",), sse=False)}
+    base = "base: wire: 1 call (whole); completed at the end"
+    missing = chat[f"wire adversity missing-index (openai-chat): tool-call deltas without index (Mistral); {base}"]
+    shifted = chat[f"wire adversity sparse-and-reused-indexes (openai-chat): indexes starting at 1; {base}"]
+    for trace, item in ((missing, ""), (shifted, "0")):
+        key = CallKey("acme", "t1", "r1", item, "call_a")
+        checked = run_checked(lambda k=key: RunsAtEnd("openai-chat", k, {"amount": 100}), NONE, trace)  # type: ignore[misc]
+        assert not checked.violated, (trace.name, checked.explain())
+        assert checked.judgement.reading.startswith("calls named by their id"), checked.judgement.reading
+    keys = [CallKey("acme", "t1", "r1", "1", "call_a"), CallKey("acme", "t1", "r1", "0", "call_a")]
+    checked = run_checked(lambda: RunsEach("openai-chat", keys, {"amount": 100}), NONE, shifted)
+    assert checked.violated & {"INV-ONCE", "INV-EXACT-ARGS"}, checked.explain()
+    other = CallKey("acme", "t1", "r1", "0", "call_b")  # an id the stream never sent is never renamed
+    checked = run_checked(lambda: RunsAtEnd("openai-chat", other, {"amount": 100}), NONE, shifted)
+    assert "INV-EXACT-ARGS" in checked.violated, checked.explain()
