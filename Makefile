@@ -9,7 +9,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 REPORT  ?= reports/reference
 
-.PHONY: certify test lint typecheck render model bench mutation venv venv-openai2 clean
+.PHONY: certify test lint typecheck render model bench mutation fast venv venv-openai2 clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -44,6 +44,11 @@ render: $(STAMP)
 # the benchmarks (bench/RESULTS.md); PostgreSQL figures need CALLSAFE_PG_DSN (tools/postgres.sh start)
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# the optional compiled core: mypyc over the hot modules of reference_impl/ into build/fast/ (callsafe._fast);
+# nothing imports it unless asked (the benchmark's core-compiled, tests/test_fast_build.py): the pure modules stay the reference
+fast: $(STAMP)
+	$(BIN)/python tools/build_fast.py
 
 # mutation testing of reference_impl/ (cosmic-ray), the default certification of
 # reference:memory as the only killer; a seeded sample of 160 mutants (MUTATION_ARGS="--sample 0": all)

@@ -52,13 +52,15 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Final
 
 from bench import library_accumulators as libraries
 from bench.common import Config, Section, Timing, best_of, busy_note, fmt_ratio, markdown_table
 from bench.time_guard import TimeGuard, size_label
+from callsafe import _fast
 from callsafe.certify.runner import run_trace
 from callsafe.model.system import strict_parse
 from callsafe.model.vocabulary import (
@@ -251,18 +253,28 @@ def _no_business_problem(key: CallKey, tool: str, arguments: Any) -> str | None:
     return None
 
 
-def embedded_core(trace: Trace) -> list[tuple[CallKey, Any]]:
-    """The core as an application embeds it: core, driver, memory store, own executor."""
+def embedded_core(trace: Trace, compiled: Mapping[str, ModuleType] | None = None) -> list[tuple[CallKey, Any]]:
+    """The core as an application embeds it: core, driver, memory store, own executor;
+    the pure modules, or the compiled ones of :func:`callsafe._fast.load` (``compiled``)."""
     executed: list[tuple[CallKey, Any]] = []
     seen: list[Observation] = []
 
     def executor(key: CallKey, actor: str, tool: str, arguments: Any, traceparent: str | None) -> None:
         executed.append((key, arguments))
 
-    core = Core(trace.tools, trace.limits)
-    driver = Driver(
+    core_class, driver_class, store_class = (
+        (Core, Driver, MemoryStore)
+        if compiled is None
+        else (
+            compiled["callsafe.reference_impl.core"].Core,
+            compiled["callsafe.reference_impl.driver"].Driver,
+            compiled["callsafe.reference_impl.memory_store"].MemoryStore,
+        )
+    )
+    core = core_class(trace.tools, trace.limits)
+    driver = driver_class(
         core,
-        MemoryStore(),
+        store_class(),
         executor=executor,
         business_validator=_no_business_problem,
         observe=seen.append,
@@ -283,11 +295,28 @@ def _target_run(target: Callable[[], ReferenceTarget], trace: Trace) -> list[tup
     return [(o.key, o.arguments) for o in run.observations if isinstance(o, Executed)]
 
 
+COMPILED = "core-compiled"
+
+
+def compiled_modules() -> Mapping[str, ModuleType] | None:
+    """The compiled core of ``make fast`` (:mod:`callsafe._fast`), or None when there is
+    no usable build (:func:`compiled_skipped` says why)."""
+    return None if _fast.unavailable() is not None else _fast.load()
+
+
+def compiled_skipped() -> dict[str, str]:
+    """``{"core-compiled": why}`` when the compiled variant cannot run, else empty."""
+    why = _fast.unavailable()
+    return {} if why is None else {COMPILED: why}
+
+
 def _variants(trace: Trace, with_adaptive: bool) -> list[tuple[str, Runner]]:
     events = trace.events
+    fast = compiled_modules()
     out: list[tuple[str, Runner]] = [
         ("floor", lambda: floor(events)),
         ("core", lambda: embedded_core(trace)),
+        *([(COMPILED, lambda: embedded_core(trace, fast))] if fast is not None else []),
         ("target-memory", lambda: _target_run(lambda: ReferenceTarget("memory"), trace)),
         (
             "target-sqlite",
@@ -451,9 +480,12 @@ def _breakdown(calls: int, expected: dict[CallKey, Any], repeat: int) -> dict[st
         check(BOOK_MEETING, values[0])
     if any(check(BOOK_MEETING, v) is not None for v in values):
         raise AssertionError("the small calls must be valid for their schema")
+    fast = compiled_modules()
+    compiled = [(f"{COMPILED}, 1 fragment per call", lambda: embedded_core(one, fast))] if fast is not None else []
     return best_of(
         [
             ("core, 1 fragment per call", lambda: embedded_core(one)),
+            *compiled,
             ("schema validation", lambda: [check(BOOK_MEETING, v) for v in values]),
             ("strict parse", lambda: [strict_parse(t) for t in texts]),
             ("json.loads", lambda: [json.loads(t) for t in texts]),
@@ -509,28 +541,40 @@ def _verdict(slope: float, floor_slope: float) -> str:
 
 
 def _breakdown_table(many: _Many) -> list[str]:
-    """Where the core's time goes per small call (CPU), against the floor's."""
+    """Where the core's time goes per small call (CPU), against the floor's; the compiled
+    core beside the pure one when it ran (schema validation and the strict parse are the
+    same pure code for both: neither module is in the compiled group)."""
     per_call = {name: t.cpu / many.calls / 1e3 for name, t in many.parts.items()}
-    core = many.best["core"].cpu / many.calls / 1e3
     floor = many.best["floor"].cpu / many.calls / 1e3
-    one = per_call["core, 1 fragment per call"]
     extra = (many.fragments - many.calls) / many.calls  # fragments per call beyond the first
-    fragment = max(core - one, 0.0) / extra if extra else 0.0
     schema, parse = per_call["schema validation"], per_call["strict parse"]
-    rest = one - schema - parse - fragment
-    rows: list[tuple[str, float]] = [
-        (f"{FRAGMENTS_PER_CALL} fragments ({fragment * 1e3:.0f} ns each)", FRAGMENTS_PER_CALL * fragment),
-        ("schema validation (the core's `SchemaCheck`, compiled, warmed)", schema),
-        ("strict parse (`json.loads` alone: " + f"{per_call['json.loads']:.1f} us)", parse),
-        ("the rest: open, terminal, claim, ledger, status, effects, store", rest),
-    ]
-    table = [[what, f"{us:.1f}", f"{us / core * 100:.0f}%", fmt_ratio(us / floor)] for what, us in rows]
-    table.append(["core, total", f"{core:.1f}", "100%", fmt_ratio(core / floor)])
+    columns: list[list[tuple[str, float]]] = []
+    for name in ("core", COMPILED):
+        if name not in many.best:
+            continue
+        whole = many.best[name].cpu / many.calls / 1e3
+        one = per_call[f"{name}, 1 fragment per call"]
+        fragment = max(whole - one, 0.0) / extra if extra else 0.0
+        columns.append(
+            [
+                (f"{FRAGMENTS_PER_CALL} fragments ({fragment * 1e3:.0f} ns each)", FRAGMENTS_PER_CALL * fragment),
+                ("schema validation (the core's `SchemaCheck`, compiled, warmed)", schema),
+                ("strict parse (`json.loads` alone: " + f"{per_call['json.loads']:.1f} us)", parse),
+                ("the rest: open, terminal, claim, ledger, status, effects, store", one - schema - parse - fragment),
+                (f"{name}, total", whole),
+            ]
+        )
+    header = ["part", "CPU us/call", "share", "against the whole floor"]
+    tables = []
+    for name, rows in zip(("core", COMPILED), columns, strict=False):
+        whole = rows[-1][1]
+        table = [[what, f"{us:.1f}", f"{us / whole * 100:.0f}%", fmt_ratio(us / floor)] for what, us in rows]
+        tables += [f"**{name}**:", "", markdown_table(header, table), ""]
     return [
         f"Where the core's time goes, per call (CPU; the floor spends {floor:.1f} us per call, "
         f"{many.best['floor'].cpu / many.fragments:.0f} ns per fragment):",
         "",
-        markdown_table(["part", "CPU us/call", "share", "against the whole floor"], table),
+        *tables[:-1],
     ]
 
 
@@ -756,7 +800,7 @@ def run(config: Config) -> Section:
     target-sqlite (above 1: the reference is slower), and ``ref-vs-fastest-lib/<shape>``, the largest
     core-over-library ratio of the shape."""
     ratios: dict[str, float] = {}
-    skipped = libraries.unavailable()
+    skipped = {**compiled_skipped(), **libraries.unavailable()}
     names = [acc.name for acc in libraries.ACCUMULATORS if acc.name not in skipped]
     _warm_up(names)
     many = _measure_many(config, names)
@@ -765,9 +809,11 @@ def run(config: Config) -> Section:
         f"## {TITLE}",
         "",
         "Variants: **floor** (append per key, one `json.loads` at the terminal event); **core** (Core + Driver +",
-        "MemoryStore, as an application embeds it); **target-memory** / **target-sqlite** (ReferenceTarget through",
-        'the harness runner; SQLite `synchronous="normal"`, and the default `"adaptive"` that fsyncs every dispatch',
-        "claim); **lib-...**: the accumulators of openai, anthropic, langchain-core, pydantic-ai and litellm, each",
+        "MemoryStore, as an application embeds it); **core-compiled** (the same, its hot modules compiled by",
+        "mypyc: `make fast`, `callsafe._fast`; the pure core is the reference); **target-memory** /",
+        '**target-sqlite** (ReferenceTarget through the harness runner; SQLite `synchronous="normal"`, and the',
+        'default `"adaptive"` that fsyncs every dispatch claim); **lib-...**: the accumulators of openai, anthropic,',
+        "langchain-core, pydantic-ai and litellm, each",
         "fed the same streams on its own wire protocol as its own chunk objects, built before timing (see the end",
         "of this section). Ratios are against the floor, by wall clock (`perf_counter_ns`) and by CPU time",
         "(`process_time_ns`), each the best of the repetitions. A library whose single untimed run (the check of",
