@@ -15,8 +15,8 @@ effects and hands them to the compiled driver and memory store. While :func:`loa
 the pure modules of the group (and :data:`DEPENDENTS`, which import them) leave
 ``sys.modules`` and the build directory is put first on ``callsafe.reference_impl``'s
 path; afterwards everything is put back as it was. Modules outside the group (the model,
-``errors``, ``schema_check``, ``redaction``) stay the shared pure ones, so a
-``StoreError`` is the same class on both sides. The compiled ``ReferenceTarget`` runs the
+``errors``, the SQL stores) stay the shared pure ones, so a ``StoreError`` is the same
+class on both sides, and so is every event and observation. The compiled ``ReferenceTarget`` runs the
 memory store only: the SQL stores are imported by it lazily, and would be the pure ones,
 which know only the pure effects.
 
@@ -43,9 +43,20 @@ __all__ = ["BUILD_DIR", "COMPILED", "DEPENDENTS", "load", "source_digests", "una
 ROOT: Final = Path(__file__).resolve().parent
 BUILD_DIR: Final = ROOT / "build" / "fast"
 PACKAGE: Final = "callsafe.reference_impl"
-# The hot modules, compiled as one group (everything a small call runs through inside
-# reference_impl/, from the core to the memory store).
-COMPILED: Final = ("scanner", "buffer", "effects", "store", "memory_store", "driver", "core")
+# The hot modules, compiled as one group: everything a small call runs through inside
+# reference_impl/, from the core to the memory store (the model's modules are not: their
+# events and observations are shared with the harness and the oracle).
+COMPILED: Final = (
+    "scanner",
+    "buffer",
+    "effects",
+    "store",
+    "memory_store",
+    "redaction",
+    "schema_check",
+    "driver",
+    "core",
+)
 # Pure modules that import the group at module level: imported again during load(), so
 # they bind to the compiled classes.
 DEPENDENTS: Final = ("callsafe.targets.reference",)

@@ -8,8 +8,13 @@ default: CI does not compile) it is skipped, with the reason.
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
+import inspect
+import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -22,6 +27,7 @@ from callsafe.reference_impl import core as pure_core
 from callsafe.reporting.report import comparable_text, report_json
 from callsafe.targets import reference as pure_reference
 
+ROOT = Path(__file__).resolve().parent.parent
 SMALL = Options(depth=2, walks=40, generators=("catalog", "walks", "exhaustive"), seed=0)
 
 
@@ -61,3 +67,57 @@ def test_the_compiled_core_executes_the_benchmark_streams_alike(fast: dict[str, 
     for trace, expected in (assembly.many_calls(20), assembly.growing_call(4 << 10)[:2]):
         assert dict(assembly.embedded_core(trace)) == expected
         assert dict(assembly.embedded_core(trace, fast)) == expected
+
+
+def _build_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("build_fast", ROOT / "tools" / "build_fast.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", _fast.COMPILED)
+def test_the_written_out_dataclass_inits_are_the_generated_ones(name: str) -> None:
+    """The build's one change to the compiled copies (no build needed to check it): each
+    written-out ``__init__`` takes the parameters, order and defaults of the one
+    :mod:`dataclasses` generates, and builds an equal object."""
+    pure = importlib.import_module(f"callsafe.reference_impl.{name}")
+    source, count = _build_script().with_dataclass_inits((ROOT / "reference_impl" / f"{name}.py").read_text())
+    copy = ModuleType(f"callsafe.reference_impl._copy_of_{name}")
+    sys.modules[copy.__name__] = copy
+    try:
+        exec(compile(source, f"<copy of {name}>", "exec"), copy.__dict__)
+    finally:
+        del sys.modules[copy.__name__]
+    generated = {  # the pure classes whose __init__ dataclasses generated (code from a string)
+        cls.__name__
+        for cls in vars(pure).values()
+        if isinstance(cls, type)
+        and cls.__module__ == pure.__name__
+        and dataclasses.is_dataclass(cls)
+        and cls.__init__.__code__.co_filename == "<string>"
+    }
+    written = {name for name in generated if getattr(copy, name).__init__.__code__.co_filename != "<string>"}
+    assert len(written) == count
+    if name == "effects":
+        assert count >= 20  # every effect and fact: the objects made per fragment and per call
+    for cls_name in sorted(written):
+        ours, theirs = getattr(copy, cls_name), getattr(pure, cls_name)
+        assert inspect.signature(ours.__init__).parameters == inspect.signature(theirs.__init__).parameters, cls_name
+        assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(theirs)]
+
+
+def test_a_missing_or_stale_build_is_refused_with_its_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled core older than its sources would be a different core than the one the
+    tests hold to the model: it is never loaded."""
+    monkeypatch.setattr(_fast, "BUILD_DIR", tmp_path)
+    assert "no compiled build" in (_fast.unavailable() or "")
+    sources = _fast.source_digests()
+    stamp = tmp_path / _fast.STAMP
+    stamp.write_text(json.dumps({"python": sys.version.split()[0], "sources": sources}))
+    assert _fast.unavailable() is None
+    stamp.write_text(json.dumps({"python": sys.version.split()[0], "sources": {**sources, "core": "0" * 64}}))
+    assert "older than the source of core" in (_fast.unavailable() or "")
+    stamp.write_text(json.dumps({"python": "3.0.0", "sources": sources}))
+    assert "built for Python 3.0.0" in (_fast.unavailable() or "")

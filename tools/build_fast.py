@@ -1,15 +1,27 @@
 """Build the optional compiled core: mypyc over ``callsafe._fast.COMPILED`` into ``build/fast/``.
 
 Run by ``make fast`` (needs mypy, which ships mypyc, and a C compiler: the ``fast`` extra).
-The pure modules are not touched: the build compiles them through a staging link named
-``callsafe`` (as ``tools/typecheck.sh`` does, since the repository root is the package) in
-a temporary folder, and writes only the extension modules and a stamp of the sources they
-came from into ``build/fast/``; ``callsafe._fast.load`` refuses a build whose stamp no
-longer matches the sources. Nothing imports the build unless asked to (see ``_fast.py``).
+The pure modules are not touched. The build copies the package's Python files into a
+temporary folder named ``callsafe`` (the repository root is the package), compiles the
+:data:`~callsafe._fast.COMPILED` modules there, and writes only the extension modules and a
+stamp of the sources they came from into ``build/fast/``; ``callsafe._fast.load`` refuses a
+build whose stamp no longer matches the sources. Nothing imports the build unless asked to.
+
+One mechanical change is made to the copies, never to the sources: every non-frozen
+dataclass of a compiled module gets the ``__init__`` that :mod:`dataclasses` would generate,
+written out (the same parameters, in the same order, with the same defaults, and a call of
+``__post_init__`` when the class has one). Why: mypyc compiles a dataclass's class but not
+the methods :mod:`dataclasses` generates at import time, so without this every effect, row
+and call record would be built by an interpreted ``__init__`` assigning through the compiled
+class's descriptors (slower than a pure instance); with it they are built natively.
+``@dataclass`` still supplies ``__eq__`` and ``__repr__`` (it never replaces a method the
+class defines). A class whose fields are not exactly its own annotations (inherited fields,
+``field(...)``, ``ClassVar``, ``InitVar``) is left as it is.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -20,24 +32,31 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+SKIP = {".venv", "build", "dist", "notebooks", "reports", "out", "node_modules", ".typecheck", ".git", "tests", "bench"}
 
 
 def main() -> int:
     from mypyc.build import mypycify
     from setuptools import setup  # type: ignore[import-untyped]
 
-    spec = _fast_module()
-    build_dir: Path = spec.BUILD_DIR
+    fast = _fast_module()
+    build_dir: Path = fast.BUILD_DIR
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="callsafe-fast-") as tmp:
         stage = Path(tmp)
-        (stage / "callsafe").symlink_to(ROOT, target_is_directory=True)
-        paths = [f"callsafe/reference_impl/{name}.py" for name in spec.COMPILED]
+        _copy_package(stage / "callsafe")
+        written = 0
+        for name in fast.COMPILED:
+            path = stage / "callsafe" / "reference_impl" / f"{name}.py"
+            source, count = with_dataclass_inits(path.read_text(encoding="utf-8"))
+            path.write_text(source, encoding="utf-8")
+            written += count
+        paths = [f"callsafe/reference_impl/{name}.py" for name in fast.COMPILED]
         out = stage / "out"
         cwd = Path.cwd()
         os.chdir(stage)
         try:
-            extensions = mypycify(paths, opt_level="3", target_dir=str(stage / "c"), group_name=spec.GROUP)
+            extensions = mypycify(paths, opt_level="3", target_dir=str(stage / "c"), group_name=fast.GROUP)
             setup(
                 name="callsafe-fast",
                 ext_modules=extensions,
@@ -48,13 +67,105 @@ def main() -> int:
         if build_dir.exists():
             shutil.rmtree(build_dir)
         shutil.copytree(out, build_dir)
-    stamp = {"python": sys.version.split()[0], "sources": spec.source_digests(), "modules": list(spec.COMPILED)}
-    (build_dir / spec.STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
+    stamp = {"python": sys.version.split()[0], "sources": fast.source_digests(), "modules": list(fast.COMPILED)}
+    (build_dir / fast.STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
     built = sorted(p.relative_to(build_dir).as_posix() for p in build_dir.rglob("*.so"))
-    print(f"compiled {len(spec.COMPILED)} modules into {build_dir} in {time.perf_counter() - started:.0f} s:")
+    seconds = time.perf_counter() - started
+    print(f"compiled {len(fast.COMPILED)} modules ({written} dataclass __init__ written out) into {build_dir}")
+    print(f"in {seconds:.0f} s:")
     for name in built:
         print(f"  {name}")
     return 0
+
+
+def _copy_package(to: Path) -> None:
+    """The package's Python files (what mypy reads to type the compiled modules)."""
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] in SKIP or any(part.startswith(".") for part in rel.parts):
+            continue
+        (to / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, to / rel)
+    shutil.copyfile(ROOT / "py.typed", to / "py.typed")
+
+
+def _is_dataclass_decorator(node: ast.expr) -> tuple[bool, bool]:
+    """(is ``@dataclass`` or ``@dataclass(...)``, is frozen)."""
+    if isinstance(node, ast.Name) and node.id == "dataclass":
+        return True, False
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dataclass":
+        frozen = any(
+            k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value is True for k in node.keywords
+        )
+        init_off = any(
+            k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False for k in node.keywords
+        )
+        return not init_off, frozen
+    return False, False
+
+
+def _init_for(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    """The ``__init__`` :mod:`dataclasses` would generate for ``cls``, or None when the
+    class is not one this writes out (see the module docstring)."""
+    if cls.bases and not all(isinstance(b, ast.Name) and b.id in {"Effect", "Fact"} for b in cls.bases):
+        return None  # fields may be inherited: only the effect bases, which have none
+    methods = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+    if "__init__" in methods:
+        return None
+    fields: list[ast.AnnAssign] = []
+    for node in cls.body:
+        if isinstance(node, ast.AnnAssign):
+            text = ast.unparse(node.annotation)
+            if not isinstance(node.target, ast.Name) or "ClassVar" in text or "InitVar" in text:
+                return None
+            if isinstance(node.value, ast.Call):  # field(...) or any computed default
+                return None
+            fields.append(node)
+    args = [ast.arg("self")] + [ast.arg(f.target.id, f.annotation) for f in fields]  # type: ignore[union-attr]
+    defaults = [f.value for f in fields if f.value is not None]
+    if any(f.value is None for f in fields[len(fields) - len(defaults) :]):
+        return None  # a field without a default after one with a default: not a valid dataclass anyway
+    body: list[ast.stmt] = [
+        ast.Assign(
+            [ast.Attribute(ast.Name("self", ast.Load()), f.target.id, ast.Store())],  # type: ignore[union-attr]
+            ast.Name(f.target.id, ast.Load()),  # type: ignore[union-attr]
+        )
+        for f in fields
+    ]
+    if "__post_init__" in methods:
+        call = ast.Call(ast.Attribute(ast.Name("self", ast.Load()), "__post_init__", ast.Load()), [], [])
+        body.append(ast.Expr(call))
+    if not body:
+        body = [ast.Pass()]
+    return ast.FunctionDef(
+        "__init__",
+        ast.arguments([], args, None, [], [], None, defaults),
+        body,
+        [],
+        ast.Constant(None),
+    )
+
+
+def with_dataclass_inits(source: str) -> tuple[str, int]:
+    """``source`` with the ``__init__`` of each non-frozen dataclass written out at the end
+    of its class (every other line, comments and ``type: ignore`` included, as it was),
+    and how many were written."""
+    lines = source.splitlines(keepends=True)
+    inserts: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef) or node.end_lineno is None:
+            continue
+        marks = [_is_dataclass_decorator(d) for d in node.decorator_list]
+        if not any(is_dc and not frozen for is_dc, frozen in marks):
+            continue
+        init = _init_for(node)
+        if init is not None:
+            indent = " " * (node.col_offset + 4)
+            text = ast.unparse(ast.fix_missing_locations(init))
+            inserts.append((node.end_lineno, "".join(f"{indent}{line}\n" for line in text.splitlines())))
+    for end, text in sorted(inserts, reverse=True):
+        lines.insert(end, text)
+    return "".join(lines), len(inserts)
 
 
 def _fast_module() -> Any:
