@@ -38,24 +38,26 @@ from pathlib import Path
 from types import ModuleType
 from typing import Final
 
-__all__ = ["BUILD_DIR", "COMPILED", "DEPENDENTS", "load", "source_digests", "unavailable"]
+__all__ = ["BUILD_DIR", "COMPILED", "DEPENDENTS", "load", "source_digests", "source_path", "unavailable"]
 
 ROOT: Final = Path(__file__).resolve().parent
 BUILD_DIR: Final = ROOT / "build" / "fast"
-PACKAGE: Final = "callsafe.reference_impl"
-# The hot modules, compiled as one group: everything a small call runs through inside
-# reference_impl/, from the core to the memory store (the model's modules are not: their
-# events and observations are shared with the harness and the oracle).
+# The hot modules, compiled as one group (names under ``callsafe.``): everything a small
+# call runs through inside reference_impl/, from the core to the memory store. The model is
+# not compiled: its events, observations and states are shared with the harness and the
+# oracle, and the core reads its rules duck-typed (``SystemState.turn_live`` and the
+# broadcast rules take the core and its calls for the model's records), which a compiled
+# model would refuse (it checks argument types).
 COMPILED: Final = (
-    "scanner",
-    "buffer",
-    "effects",
-    "store",
-    "memory_store",
-    "redaction",
-    "schema_check",
-    "driver",
-    "core",
+    "reference_impl.scanner",
+    "reference_impl.buffer",
+    "reference_impl.effects",
+    "reference_impl.store",
+    "reference_impl.memory_store",
+    "reference_impl.redaction",
+    "reference_impl.schema_check",
+    "reference_impl.driver",
+    "reference_impl.core",
 )
 # Pure modules that import the group at module level: imported again during load(), so
 # they bind to the compiled classes.
@@ -64,11 +66,14 @@ GROUP: Final = "callsafe_fast"  # the group's shared library: callsafe_fast__myp
 STAMP: Final = "sources.json"  # in BUILD_DIR: module -> sha256 of the source it was built from
 
 
+def source_path(name: str) -> Path:
+    """The source file of a module of :data:`COMPILED`."""
+    return ROOT.joinpath(*name.split(".")).with_suffix(".py")
+
+
 def source_digests() -> dict[str, str]:
     """The sha256 of each compiled module's current source."""
-    return {
-        name: hashlib.sha256((ROOT / "reference_impl" / f"{name}.py").read_bytes()).hexdigest() for name in COMPILED
-    }
+    return {name: hashlib.sha256(source_path(name).read_bytes()).hexdigest() for name in COMPILED}
 
 
 def unavailable() -> str | None:
@@ -103,22 +108,24 @@ def load() -> dict[str, ModuleType]:
     why = unavailable()
     if why is not None:
         raise RuntimeError(why)
-    package = importlib.import_module(PACKAGE)
-    names = [f"{PACKAGE}.{m}" for m in COMPILED]
+    names = [f"callsafe.{m}" for m in COMPILED]
     swapped = [*names, *DEPENDENTS]
     for name in swapped:  # the pure ones first, so that they are what is put back
         importlib.import_module(name)
     pure = {name: sys.modules.pop(name) for name in swapped}
     parents = {name: importlib.import_module(name.rpartition(".")[0]) for name in swapped}
     attributes = {name: getattr(parents[name], name.rpartition(".")[2]) for name in swapped}
-    where = str(BUILD_DIR / "callsafe" / "reference_impl")
-    package.__path__.insert(0, where)
+    # each package of the group looks in the build first, while the group is imported
+    paths = {parents[name]: str(BUILD_DIR.joinpath(*name.split(".")[:-1])) for name in names}
+    for package, where in paths.items():
+        package.__path__.insert(0, where)
     sys.path.insert(0, str(BUILD_DIR))
     importlib.invalidate_caches()
     try:
         fast = {name: importlib.import_module(name) for name in swapped}
     finally:
-        package.__path__.remove(where)
+        for package, where in paths.items():
+            package.__path__.remove(where)
         sys.path.remove(str(BUILD_DIR))
         for name in swapped:
             sys.modules.pop(name, None)

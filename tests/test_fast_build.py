@@ -82,9 +82,10 @@ def test_the_written_out_dataclass_inits_are_the_generated_ones(name: str) -> No
     """The build's one change to the compiled copies (no build needed to check it): each
     written-out ``__init__`` takes the parameters, order and defaults of the one
     :mod:`dataclasses` generates, and builds an equal object."""
-    pure = importlib.import_module(f"callsafe.reference_impl.{name}")
-    source, count = _build_script().with_dataclass_inits((ROOT / "reference_impl" / f"{name}.py").read_text())
-    copy = ModuleType(f"callsafe.reference_impl._copy_of_{name}")
+    pure = importlib.import_module(f"callsafe.{name}")
+    source, count = _build_script().with_dataclass_inits(_fast.source_path(name).read_text())
+    package = f"callsafe.{name.rpartition('.')[0]}"
+    copy = ModuleType(f"{package}._copy_of_{name.rpartition('.')[2]}")
     sys.modules[copy.__name__] = copy
     try:
         exec(compile(source, f"<copy of {name}>", "exec"), copy.__dict__)
@@ -100,7 +101,7 @@ def test_the_written_out_dataclass_inits_are_the_generated_ones(name: str) -> No
     }
     written = {name for name in generated if getattr(copy, name).__init__.__code__.co_filename != "<string>"}
     assert len(written) == count
-    if name == "effects":
+    if name == "reference_impl.effects":
         assert count >= 20  # every effect and fact: the objects made per fragment and per call
     for cls_name in sorted(written):
         ours, theirs = getattr(copy, cls_name), getattr(pure, cls_name)
@@ -117,7 +118,8 @@ def test_a_missing_or_stale_build_is_refused_with_its_reason(tmp_path: Path, mon
     stamp = tmp_path / _fast.STAMP
     stamp.write_text(json.dumps({"python": sys.version.split()[0], "sources": sources}))
     assert _fast.unavailable() is None
-    stamp.write_text(json.dumps({"python": sys.version.split()[0], "sources": {**sources, "core": "0" * 64}}))
-    assert "older than the source of core" in (_fast.unavailable() or "")
+    stale = {**sources, "reference_impl.core": "0" * 64}
+    stamp.write_text(json.dumps({"python": sys.version.split()[0], "sources": stale}))
+    assert "older than the source of reference_impl.core" in (_fast.unavailable() or "")
     stamp.write_text(json.dumps({"python": "3.0.0", "sources": sources}))
     assert "built for Python 3.0.0" in (_fast.unavailable() or "")

@@ -46,12 +46,12 @@ def main() -> int:
         stage = Path(tmp)
         _copy_package(stage / "callsafe")
         written = 0
-        for name in fast.COMPILED:
-            path = stage / "callsafe" / "reference_impl" / f"{name}.py"
+        paths = [f"callsafe/{name.replace('.', '/')}.py" for name in fast.COMPILED]
+        for rel in paths:
+            path = stage / rel
             source, count = with_dataclass_inits(path.read_text(encoding="utf-8"))
             path.write_text(source, encoding="utf-8")
             written += count
-        paths = [f"callsafe/reference_impl/{name}.py" for name in fast.COMPILED]
         out = stage / "out"
         cwd = Path.cwd()
         os.chdir(stage)
