@@ -422,6 +422,22 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
         {OR_DONE: _s(ONCE, T)},
     ),
     Finding(
+        "OA-RESP-DONE-EVENTS-DISAGREE",
+        "openai",
+        "when function_call_arguments.done and output_item.done carry different arguments for one call, both are "
+        "passed on without a word: arguments_done runs the one text, the final response the other (no reading of "
+        "two finalized texts for one call lets it run)",
+        "openai_responses_done_events_disagree.py",
+        (
+            _adversity(
+                RESP,
+                "done-disagrees-with-deltas",
+                "response.function_call_arguments.done carries other arguments than the deltas",
+            ),
+        ),
+        {OR_DONE: _s(C, T), OR_FINAL: _s(C, T)},
+    ),
+    Finding(
         "AN-SECOND-MESSAGE-START",
         "anthropic",
         "a second message_start inside the open message is ignored: the deltas after it are appended to the first "
