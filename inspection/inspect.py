@@ -33,6 +33,7 @@ The machine-readable form is :meth:`Inspection.to_json`, whose shape is :data:`J
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 from collections.abc import Mapping, Sequence
@@ -330,6 +331,9 @@ class Inspection:
     libraries: list[LibraryResult] = field(default_factory=list)
     # (response, item, call) -> what on the wire stopped the call (the parser's stop_causes)
     stop_causes: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    # the other defensible readings of the stream (callsafe.providers.readings) that judge a
+    # call otherwise than callsafe's parse, each with the calls it would let run
+    readings: list[dict[str, Any]] = field(default_factory=list)
     library_selection: list[str] | None = None  # --library entries (None: every adapter)
 
     def no_library_reason(self) -> str | None:
@@ -382,6 +386,7 @@ class Inspection:
                 "clean": rec.clean and self.stream_error is None,
                 "damaged": rec.damage,
                 "error": self.stream_error.to_json() if self.stream_error else None,
+                "readings": list(self.readings),
             },
             "reference": {
                 "target": "reference-memory",
@@ -484,6 +489,7 @@ def inspect_recording(
     )
     inspection.library_selection = None if libraries is None else list(libraries)
     inspection.stop_causes = causes
+    inspection.readings = _other_readings(chosen, recording, trace, open_schemas=tools is None)
     _run_reference(inspection)
     for name in adapters:
         inspection.libraries.append(_run_library(name, inspection, library_budget))
@@ -518,6 +524,37 @@ def _parse(
     events.extend(tail)
     origins.extend([None] * len(tail))
     return events, origins, error, dict(parser.stop_causes)
+
+
+def _other_readings(protocol: str, recording: Recording, trace: Trace, *, open_schemas: bool) -> list[dict[str, Any]]:
+    """Where the protocol's documentation is silent on a shape callsafe's parser refuses (or
+    fails), the other defensible readings (:mod:`callsafe.providers.readings`) whose verdicts
+    differ from the parse's: their names, what they do, their sources and the calls each
+    would let run (with ``open_schemas``, the tools the reading's events name are declared
+    open, as the stream's are). A library that runs those calls took that reading, and the
+    matrix judges it so (:mod:`callsafe.certify.wire_readings`)."""
+    from callsafe.providers.readings import read_under, readings_for
+
+    readings = readings_for(protocol)
+    if not readings:
+        return []
+    own = {k: (v.execute, v.arguments) for k, v in judge(trace).verdicts.items()}
+    payloads = [p.data for p in recording.payloads]
+    clean = recording.clean and recording.stop is None
+    out: list[dict[str, Any]] = []
+    for reading in readings:
+        read = read_under(reading, payloads, turn=DEFAULT_TURN.turn, response=FALLBACK_RESPONSE, clean=clean)
+        tools = {**open_tools(read.events), **trace.tools} if open_schemas else trace.tools
+        other = judge(dataclasses.replace(trace, events=(DEFAULT_TURN, *read.events), tools=tools)).verdicts
+        if {k: (v.execute, v.arguments) for k, v in other.items()} == own:
+            continue
+        runs = [
+            {"call": k.short(), "execute": v.execute, "arguments": v.arguments}
+            for k, v in other.items()
+            if v.execute != "must_not"
+        ]
+        out.append({"name": reading.name, "description": reading.description, "source": reading.source, "runs": runs})
+    return out
 
 
 def _run_reference(inspection: Inspection) -> None:
@@ -807,7 +844,7 @@ JSON_SCHEMA: Final[dict[str, Any]] = {
         },
         "stream": {
             "type": "object",
-            "required": ["payloads", "events", "done_sentinel", "clean", "damaged", "error"],
+            "required": ["payloads", "events", "done_sentinel", "clean", "damaged", "error", "readings"],
             "additionalProperties": False,
             "properties": {
                 "payloads": {"type": "integer", "minimum": 0},
@@ -815,6 +852,19 @@ JSON_SCHEMA: Final[dict[str, Any]] = {
                 "done_sentinel": {"type": "boolean"},
                 "clean": {"type": "boolean"},
                 "damaged": _STR_OR_NULL,
+                "readings": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "description", "source", "runs"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "description": {"type": "string"},
+                            "source": {"type": "string"},
+                            "runs": {"type": "array", "items": {"type": "object", "required": ["call", "execute"]}},
+                        },
+                    },
+                },
                 "error": {
                     "oneOf": [
                         {"type": "null"},

@@ -67,6 +67,9 @@ def _header(inspection: Inspection) -> list[tuple[str, str]]:
         rows.append(("stopped", f"{error.kind}: {error.message} ({what}; nothing after it is read)"))
     elif inspection.recording.damage:
         rows.append(("damaged", inspection.recording.damage))
+    for reading in inspection.readings:  # the protocol's documentation is silent: another reading is as defensible
+        runs = ", ".join(f"{r['call']} {_json(r.get('arguments'))}" for r in reading["runs"]) or "nothing"
+        rows.append(("also allowed", f"{reading['name']}: {reading['description']}; it runs {runs}"))
     return rows
 
 

@@ -272,3 +272,32 @@ def test_a_call_named_by_its_id_is_the_call_of_that_id() -> None:
     other = CallKey("acme", "t1", "r1", "0", "call_b")  # an id the stream never sent is never renamed
     checked = run_checked(lambda: RunsAtEnd("openai-chat", other, {"amount": 100}), NONE, shifted)
     assert "INV-EXACT-ARGS" in checked.violated, checked.explain()
+
+
+def test_inspect_names_the_other_readings_of_a_refused_stream(tmp_path: Any) -> None:
+    """``callsafe inspect`` on a stream callsafe's parser refuses says which defensible
+    reading reads it otherwise and what that reading would run; on one it reads, none."""
+    import json
+
+    import jsonschema
+
+    from callsafe.inspection.inspect import JSON_SCHEMA, inspect_recording
+    from callsafe.inspection.recording import read_recording
+
+    chat = [t for t in adversity_traces(("openai-chat",), sse=False) if t.operator == "arguments-before-id"]
+    for trace, want in ((chat[0], [{"call": "t1/call_a", "execute": "must", "arguments": {"amount": 100}}]),):
+        path = tmp_path / "stream.jsonl"
+        path.write_text("\n".join(json.dumps(dict(p)) for p in trace.payloads) + "\n", encoding="utf-8")
+        doc = inspect_recording(read_recording(path.read_bytes()), libraries=(), file=str(path)).to_json()
+        jsonschema.validate(doc, JSON_SCHEMA)
+        assert doc["stream"]["error"] is not None
+        assert [(r["name"], r["runs"]) for r in doc["stream"]["readings"]] == [("index-keyed assembly", want)]
+    plain = next(t for t in adversity_traces(("openai-chat",), sse=False) if t.operator == "content-null-chunks")
+    path = tmp_path / "plain.jsonl"
+    path.write_text("\n".join(json.dumps(dict(p)) for p in plain.payloads) + "\n", encoding="utf-8")
+    assert (
+        inspect_recording(read_recording(path.read_bytes()), libraries=(), file=str(path)).to_json()["stream"][
+            "readings"
+        ]
+        == []
+    )
