@@ -4,7 +4,7 @@ and each surface runs one of them (INV-CANCEL)."""
 
 import json
 import sys
-from typing import Any, cast
+from typing import Any
 
 from openai._models import construct_type
 from openai._types import omit
@@ -18,9 +18,10 @@ WIRE = r"""
 {"type":"response.function_call_arguments.done","sequence_number":3,"item_id":"fc_1","output_index":0,"arguments":"{\"amount\":999}"}
 {"type":"response.output_item.done","sequence_number":4,"output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"pay","arguments":"{\"amount\":100}","status":"completed"}}
 {"type":"response.completed","sequence_number":5,"response":{"id":"resp_1","status":"completed","output":[{"type":"function_call","id":"fc_1","call_id":"call_1","name":"pay","arguments":"{\"amount\":100}","status":"completed"}]}}"""
-state, texts = ResponseStreamState(input_tools=omit, text_format=omit), []
+state: Any = ResponseStreamState(input_tools=omit, text_format=omit)
+texts: list[Any] = []
 for line in WIRE.split():
-    for e in state.handle_event(cast(Any, construct_type(type_=ResponseStreamEvent, value=json.loads(line)))):
+    for e in state.handle_event(construct_type(type_=ResponseStreamEvent, value=json.loads(line))):
         texts += [e.arguments] if e.type == "response.function_call_arguments.done" else []
         texts += [o.arguments for o in e.response.output] if e.type == "response.completed" else []
 print("final arguments handed out for call_1 (arguments.done, then response.completed):", texts)
