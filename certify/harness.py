@@ -83,6 +83,7 @@ from callsafe.generators.coverage import (
     coverage_suite,
 )
 from callsafe.generators.domain import Domain
+from callsafe.generators.edges import edge_traces
 from callsafe.generators.exhaustive import Bound
 from callsafe.generators.needs import exhaustive_controls
 from callsafe.generators.walks import walk_configs
@@ -122,7 +123,7 @@ __all__ = [
     "select_scenarios",
 ]
 
-GENERATORS: Final = ("catalog", "coverage", "synthesis", "walks", "exhaustive")
+GENERATORS: Final = ("catalog", "coverage", "synthesis", "walks", "exhaustive", "edges")
 TRACES_GENERATOR: Final = "traces"  # the user's own trace files (--traces DIR)
 # Exit statuses of `callsafe certify` (README, --help): what CI reads.
 EXIT_OK: Final = 0  # certified: nothing violated, no target error
@@ -435,7 +436,7 @@ def _plan(
     ``size`` traces (None: one partition), and how many traces there are."""
     rich = options.domain == "rich"
     domain = Domain.for_capabilities(capabilities, rich=rich and protocol == ABSTRACT)
-    if name in ("catalog", WIRE_GENERATOR, ADVERSITIES_GENERATOR, "synthesis", "coverage", TRACES_GENERATOR):
+    if name in ("catalog", WIRE_GENERATOR, ADVERSITIES_GENERATOR, "synthesis", "coverage", TRACES_GENERATOR, "edges"):
         if name == "catalog":
             traces: Sequence[Trace] = [s.trace for s in select_scenarios(options.scenarios)]
         elif name == TRACES_GENERATOR:
@@ -447,6 +448,10 @@ def _plan(
             # an abstract target reads every protocol's streams as events; a wire target its own
             traces = list(adversity_traces(PROTOCOLS if protocol == ABSTRACT else (protocol,)))
             stats.info = {"operators": adversity_sources(PROTOCOLS if protocol == ABSTRACT else (protocol,))}
+        elif name == "edges":
+            # part of the rich concrete domain: the plain domain (and a wire) has none
+            traces = list(edge_traces()) if domain.rich else []
+            stats.info = {"families": sorted({t.name.split(":")[0] for t in traces})}
         elif name == "synthesis":
             traces = _synthesised()
             stats.info = {"traces": [f"{t.name}: {t.source}" for t in traces]}

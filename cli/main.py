@@ -269,7 +269,8 @@ def _default_report_dir(spec: str) -> Path:
     "--generators",
     default=None,
     metavar="LIST",
-    help="Comma-separated, of catalog,coverage,synthesis,walks,exhaustive (the default: all five), wire "
+    help="Comma-separated, of catalog,coverage,synthesis,walks,exhaustive,edges (the default: all six; edges: long "
+    "texts, schema keywords, odd positions, stops then new calls, caps after a restart), wire "
     "(provider-shaped traces, for library adapters), wire-adversities (mutated provider streams, each operator "
     "from a public bug report; the expected verdicts from the oracle on what the parser reads) and traces (the "
     "files of --traces).",

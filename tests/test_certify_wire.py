@@ -165,7 +165,7 @@ def test_protocol_targets_get_the_wire_generator_and_a_response_end_instead_of_r
     assert "response_end" in bound.controls and "replay" not in bound.controls
     traces = list(wire_traces())
     assert len(traces) == len({t.name for t in traces}) > 100
-    assert GENERATORS == ("catalog", "coverage", "synthesis", "walks", "exhaustive")  # abstract targets: unchanged
+    assert GENERATORS == ("catalog", "coverage", "synthesis", "walks", "exhaustive", "edges")  # no wire generator
 
 
 def test_unrepresentable_and_cap_dependent_traces_are_not_applicable_never_passed() -> None:
