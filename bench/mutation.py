@@ -291,8 +291,8 @@ def section(summary: dict[str, Any], command: str) -> Any:
         f"{summary['mutants_total']} mutants in {', '.join(summary['modules'])}; {sampled}, "
         f"in {summary['seconds']:.0f} s on this shared 2-CPU machine (one mutant at a time).",
         "",
-        "| mutants run | killed | timed out | survived | killed since by a judge change | equivalent (read) | score "
-        "| score over non-equivalent, with those killed since |",
+        "| mutants run | killed | timed out | survived | killed since by a judge or generator change "
+        "| equivalent (read) | score | score over non-equivalent, with those killed since |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
         f"| {summary['ran']} | {c.get('killed', 0)} | {c.get('timeout', 0)} | {c.get('survived', 0)} | "
         f"{read['killed_since']} | {read['equivalent']} | {_pct(summary['score'])} | "
@@ -300,7 +300,7 @@ def section(summary: dict[str, Any], command: str) -> Any:
         "",
         f"Killed {killed} of {summary['ran']}. Each survivor, with what it needs (`equivalent`: no behaviour the "
         "spec judges differs; `generator`: a trace the default run does not generate would kill it; "
-        "`killed since`: a judge change after the run kills it; "
+        "`killed since`: a judge or generator change after the run kills it; "
         "`unclassified`: not yet read):",
         "",
         "| mutant | line | change | class | reason |",

@@ -7,7 +7,8 @@ cache or a fast path whose slow path gives the same answer, a cue the spec makes
 a state only a second replica can reach). ``generator``: a trace the default certification
 does not generate kills it (named in the reason; "killed by" where the trace was replayed
 against the mutant, "needs" where it was not shown). ``killed since``: a judge change made
-after the run kills it in the default certification (re-run with ``--only``).
+after the run kills it in the default certification (re-run with ``--only``); a
+generator change counts the same (the ``edges`` generator, 2026-12-01, named in the reason).
 
 Read for the run of 2026-12-01 (``python -m bench.mutation --sample 160 --seed 0``); a
 spec whose line moved no longer matches and is reported "unclassified".
@@ -33,13 +34,13 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "buffer.py:ReplaceBinaryOperator_Add_FloorDiv:0": (
         'h.update(text[i : i + _DIGEST_CHUNK].encode("utf-8", "surrogatepass"))',
-        "generator",
-        "killed by a 70,000-character fragment (limits raised) re-sent with other text while awaiting confirmation, then confirmed: all long texts digest alike (INV-EXACT-ARGS)",
+        "killed since",
+        "killed by edges/huge (a 70,000-character fragment re-sent with one character changed while awaiting confirmation: every long text digests alike, the conflict is missed, INV-EXACT-ARGS)",
     ),
     "buffer.py:ReplaceBinaryOperator_Add_Mod:0": (
         'h.update(text[i : i + _DIGEST_CHUNK].encode("utf-8", "surrogatepass"))',
-        "generator",
-        "as the // mutant on the same line: a 70,000-character conflicting re-send while awaiting confirmation",
+        "killed since",
+        "killed by edges/huge, as the // mutant on the same line",
     ),
     "buffer.py:ReplaceBinaryOperator_Add_Mul:1": (
         "return len(self._parts) + len(self._pending)",
@@ -73,8 +74,8 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "buffer.py:ReplaceComparisonOperator_Is_IsNot:1": (
         "if scanner is None:  # made on the first scan: a small call never scans before its parse",
-        "generator",
-        "crashes at the first scan: killed by any argument text over 512 bytes",
+        "killed since",
+        "killed by edges/long (crashes at the first scan of any text over 512 characters)",
     ),
     "buffer.py:ReplaceBinaryOperator_BitOr_Mod:0": (
         "def assemble(self) -> str | None:",
@@ -98,8 +99,8 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "core.py:NumberReplacer:7": (
         "if position < 0:",
-        "generator",
-        "killed by a fragment at position -1 after position 0 and no terminal event (the call never fails: INV-BOUNDED)",
+        "killed since",
+        "killed by edges/positions (a fragment at position -1 after position 0, no terminal event: the call never fails, INV-BOUNDED)",
     ),
     "core.py:ReplaceBinaryOperator_Add_BitXor:2": (
         "fragments = call.fragments = call.fragments + 1",
@@ -258,8 +259,8 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "core.py:AddNot:70": (
         "if ev.tool not in self._disabled:",
-        "generator",
-        "killed by a disable_tool followed by a new call of the same tool (it runs: INV-TERMINAL/INV-LEDGER); walks leave operator controls out",
+        "killed since",
+        "killed by edges/controls (disable a tool, then a new call of it: it runs)",
     ),
     "core.py:AddNot:82": (
         "if not permitted:",
@@ -338,13 +339,13 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "redaction.py:ReplaceComparisonOperator_Eq_GtE:0": (
         'if not sep or path == "(root)":',
-        "generator",
-        "killed by a tool with additionalProperties and an undeclared key that fails it: the key reaches the ledger (INV-LEDGER, new)",
+        "killed since",
+        "killed by edges/schema (additionalProperties false given an undeclared key: the key reaches the ledger, INV-LEDGER)",
     ),
     "scanner.py:ReplaceFalseWithTrue:0": (
         "self._in_string = False",
-        "generator",
-        "killed by a valid call over 512 bytes with unbalanced brackets and escaped quotes inside strings (scanner dooms it: LIVE-DISPATCH); the default run never sends 512 bytes",
+        "killed since",
+        "killed by edges/long (a valid text over 512 characters doomed: the call fails, LIVE-DISPATCH)",
     ),
     "scanner.py:ReplaceBinaryOperator_BitOr_Add:0": (
         "def feed(self, chunk: str) -> str | None:",
@@ -358,108 +359,108 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "scanner.py:NumberReplacer:6": (
         "i = 0",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "killed since",
+        "killed by edges/long (a valid text over 512 characters doomed: LIVE-DISPATCH)",
     ),
     "scanner.py:ReplaceComparisonOperator_Eq_Gt:1": (
         "if phase == _AFTER:",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "equivalent",
+        "the scanner dooms less (text after the closing brace is read as more structure): dooming is not observable, the strict parse at the terminal event rejects the same text (run against edges/long: survives)",
     ),
     "scanner.py:AddNot:4": (
         "if m is None:",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "killed since",
+        "killed by edges/long (a valid text over 512 characters doomed: LIVE-DISPATCH)",
     ),
     "scanner.py:ReplaceComparisonOperator_NotEq_Gt:0": (
         'if chunk[i] != "{":',
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "equivalent",
+        "a first character below '{' is not doomed at once: the text is invalid and the strict parse rejects it (dooming is not observable)",
     ),
     "scanner.py:ReplaceComparisonOperator_GtE_Eq:0": (
         "if i >= n:",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "equivalent",
+        "in that branch i is 0 and the chunk is never empty (feed returns first), so >= and == agree",
     ),
     "scanner.py:ReplaceComparisonOperator_GtE_Is:0": (
         "if i >= n:",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "equivalent",
+        "in that branch i is 0 and the chunk is never empty (feed returns first), so the test is false either way",
     ),
     "scanner.py:NumberReplacer:10": (
         "i += 1  # the escaped character itself",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "killed since",
+        "killed by edges/long, cut inside an escape that ends a string (the closing quote skipped: a valid text doomed)",
     ),
     "scanner.py:ReplaceBinaryOperator_Add_BitXor:0": (
         "i = self._string_rest(chunk, i + 1, n)",
-        "generator",
-        "killed by a valid call over 512 bytes with unbalanced brackets and escaped quotes inside strings (scanner dooms it: LIVE-DISPATCH); the default run never sends 512 bytes",
+        "killed since",
+        "killed by edges/long, boundaries moved through every phase (a string opened at an odd offset is closed at once, its brackets read as structure)",
     ),
     "scanner.py:ReplaceBinaryOperator_Add_FloorDiv:0": (
         "i = self._string_rest(chunk, i + 1, n)",
-        "generator",
-        "killed by a valid call over 512 bytes with unbalanced brackets and escaped quotes inside strings (scanner dooms it: LIVE-DISPATCH); the default run never sends 512 bytes",
+        "killed since",
+        "killed by edges/long (a valid text over 512 characters doomed: LIVE-DISPATCH)",
     ),
     "scanner.py:ReplaceComparisonOperator_Lt_GtE:1": (
         "if i < 0:",
-        "generator",
-        "hangs on a >512-byte argument text (killed by the timeout once such a trace runs)",
+        "killed since",
+        "hangs on edges/long (killed by the trace timeout)",
     ),
     "scanner.py:AddNot:15": (
         "if _NON_WS.search(chunk, i + 1) is not None:",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "killed since",
+        "killed by edges/long (a valid text over 512 characters doomed: LIVE-DISPATCH)",
     ),
     "scanner.py:ReplaceBinaryOperator_Add_Mod:1": (
         "if _NON_WS.search(chunk, i + 1) is not None:",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "killed since",
+        "killed by edges/long (a valid text over 512 characters doomed: LIVE-DISPATCH)",
     ),
     "scanner.py:ReplaceComparisonOperator_GtE_IsNot:2": (
         "if j >= n:",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "equivalent",
+        "a scanned chunk is at least 512 characters, so 'is not' is true whenever >= is, and also when a string closes: the scan stops in a string, dooming less (not observable)",
     ),
     "scanner.py:ReplaceUnaryOperator_USub_UAdd:0": (
         "return -1",
-        "generator",
-        "hangs on a >512-byte argument text (killed by the timeout once such a trace runs)",
+        "killed since",
+        "hangs on edges/long (killed by the trace timeout)",
     ),
     "scanner.py:ReplaceComparisonOperator_Eq_IsNot:6": (
         "if c == '\"':",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "killed since",
+        "killed by edges/long (a valid text over 512 characters doomed: LIVE-DISPATCH)",
     ),
     "scanner.py:ReplaceFalseWithTrue:3": (
         "self._in_string = False",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "killed since",
+        "killed by edges/long, boundaries moved through every phase (a chunk after a closed string read as inside one)",
     ),
     "scanner.py:NumberReplacer:24": (
         "return j + 1",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "killed since",
+        "killed by edges/long (a valid text over 512 characters doomed: LIVE-DISPATCH)",
     ),
     "scanner.py:ReplaceComparisonOperator_Eq_GtE:7": (
         'if c == "\\\\":  # a lone backslash can only be the chunk\'s last character',
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "equivalent",
+        "only a quote (handled before), a backslash or a control character can stop the string body: >= '\\\\' picks the backslash alone, as ==",
     ),
     "scanner.py:NumberReplacer:29": (
         "return -1",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "killed since",
+        "hangs on edges/long, a raw control character in a string opened after a boundary (killed by the trace timeout)",
     ),
     "scanner.py:ReplaceUnaryOperator_Delete_USub:2": (
         "return -1",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "killed since",
+        "hangs on edges/long, a raw control character in a string opened after a boundary (killed by the trace timeout)",
     ),
     "scanner.py:ReplaceUnaryOperator_USub_Invert:2": (
         "return -1",
-        "generator",
-        "not killed by the >512-byte trace: needs a scan boundary (every 512 bytes) inside an escape, a string or the opener; may be equivalent (a scanner that dooms less is still sound)",
+        "equivalent",
+        "~1 is -2: still negative, read as -1 by every caller",
     ),
     "schema_check.py:ReplaceComparisonOperator_Eq_LtE:0": (
         'if keyword == "type":',
@@ -468,13 +469,13 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "schema_check.py:ReplaceComparisonOperator_Eq_Gt:2": (
         'if keyword == "const":',
-        "generator",
-        'needs a tool schema whose pattern has $ in a lookahead (a(?!$) against "a\\n": jsonschema rejects, the compiled \\Z accepts), validated 8+ times before the compiled validator is used; unverified (a trace validating twice did not reach it)',
+        "killed since",
+        'killed by edges/schema, a $ inside a lookahead with nothing required (the schema is compiled and "a\\n" passes it: a call the oracle rejects runs)',
     ),
     "schema_check.py:ReplaceComparisonOperator_Eq_NotEq:2": (
         'if keyword == "const":',
-        "generator",
-        'needs a tool schema whose pattern has $ in a lookahead (a(?!$) against "a\\n": jsonschema rejects, the compiled \\Z accepts), validated 8+ times before the compiled validator is used; unverified (a trace validating twice did not reach it)',
+        "killed since",
+        "killed by edges/schema, a $ inside a lookahead with nothing required",
     ),
     "schema_check.py:AddNot:5": (
         'if keyword == "required":',
@@ -488,28 +489,28 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "schema_check.py:ReplaceBinaryOperator_Sub_Mod:0": (
         "return all(m.start() == len(value) - 1 for m in _UNESCAPED_DOLLAR.finditer(value))",
-        "generator",
-        'needs a tool schema whose pattern has $ in a lookahead (a(?!$) against "a\\n": jsonschema rejects, the compiled \\Z accepts), validated 8+ times before the compiled validator is used; unverified (a trace validating twice did not reach it)',
+        "equivalent",
+        "allows a $ only at index 0, a positive use where fastjsonschema's \\Z is only stricter: fewer schemas eligible (performance)",
     ),
     "schema_check.py:ReplaceComparisonOperator_Eq_NotEq:5": (
         "return all(m.start() == len(value) - 1 for m in _UNESCAPED_DOLLAR.finditer(value))",
-        "generator",
-        'needs a tool schema whose pattern has $ in a lookahead (a(?!$) against "a\\n": jsonschema rejects, the compiled \\Z accepts), validated 8+ times before the compiled validator is used; unverified (a trace validating twice did not reach it)',
+        "killed since",
+        "killed by edges/schema, a $ inside a lookahead",
     ),
     "schema_check.py:ReplaceAndWithOr:5": (
         "return isinstance(pattern, str) and _JOIN_SENSITIVE.search(pattern) is None",
-        "generator",
-        "needs a patternProperties or pattern with a backreference, named group or inline flag in a tool schema, validated 8+ times; may be equivalent where fastjsonschema only refuses",
+        "killed since",
+        "killed by edges/schema, backreferences in patternProperties (fastjsonschema matches each pattern alone, jsonschema joins them)",
     ),
     "schema_check.py:ReplaceAndWithOr:7": (
         "ok = isinstance(value, list) and bool(value) and all(_eligible(v) for v in value)",
-        "equivalent",
-        "only an empty schema list (allOf: []) changes, which no valid schema has",
+        "killed since",
+        "read as equivalent before, wrongly: any non-empty schema list becomes eligible whatever it holds; killed by edges/schema, a $ inside a lookahead under anyOf",
     ),
     "schema_check.py:ReplaceAndWithOr:9": (
         "ok = isinstance(value, dict) and all(isinstance(k, str) and _eligible(v) for k, v in value.items())",
-        "generator",
-        'needs a tool schema whose pattern has $ in a lookahead (a(?!$) against "a\\n": jsonschema rejects, the compiled \\Z accepts), validated 8+ times before the compiled validator is used; unverified (a trace validating twice did not reach it)',
+        "killed since",
+        "killed by edges/schema, a $ inside a lookahead under properties",
     ),
     "schema_check.py:ReplaceComparisonOperator_NotEq_Lt:0": (
         'ok = ok and (keyword != "patternProperties" or all(_regex_ok(k) for k in value))',
@@ -518,8 +519,8 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "schema_check.py:AddNot:13": (
         "if not ok:",
-        "equivalent",
-        "makes fewer schemas eligible for the compiled validator: jsonschema alone answers (performance)",
+        "killed since",
+        "read as equivalent before, wrongly: a schema whose every keyword fails the check becomes eligible; killed by edges/schema, a $ inside a lookahead with no top-level type",
     ),
     "schema_check.py:ReplaceFalseWithTrue:5": (
         "return False",
@@ -588,7 +589,7 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "store.py:NumberReplacer:0": (
         "bytes: int = 0",
-        "generator",
-        "a turn restored after a restart starts at 1 byte: killed by a call that meets the turn cap exactly after a restart (LIVE-DISPATCH)",
+        "killed since",
+        "killed by edges/caps (the turn cap met exactly by a call after a restart: over by the restored byte, LIVE-DISPATCH)",
     ),
 }

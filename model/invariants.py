@@ -384,7 +384,7 @@ def _terminal_steps(ctx: Context) -> dict[CallKey, int]:
     return first
 
 
-def _ledger_untruth(row: LedgerRow, record: CallRecord, forgot: bool) -> str:
+def _ledger_untruth(row: LedgerRow, record: CallRecord, forgot: bool, accepted: int | None = None) -> str:
     """How a call's final ledger row contradicts the model's account of the call (empty:
     it does not): the decision and the terminal reason must be the model's, and the count
     at least the positions the call accepted (more is another reading of "count", every
@@ -396,14 +396,24 @@ def _ledger_untruth(row: LedgerRow, record: CallRecord, forgot: bool) -> str:
 
     The parse and validation fields are not compared: behind a provider protocol the
     parser may hand the target other text than the abstract trace (that explicit ``{}``),
-    so "malformed" in the model can honestly be "ok, schema failed" at the target."""
-    if row.fragments < len(record.fragments):
-        return f"count {row.fragments}, fewer than the {len(record.fragments)} positions the call accepted"
+    so "malformed" in the model can honestly be "ok, schema failed" at the target.
+
+    ``accepted``: the positions the call had accepted when the row was written, where that
+    was before its terminal event (the fail-early reading: the positions that came after
+    reached a call the implementation had already failed, so they are not its count)."""
+    floor = len(record.fragments) if accepted is None else min(accepted, len(record.fragments))
+    if row.fragments < floor:
+        return f"count {row.fragments}, fewer than the {floor} positions the call accepted"
     if row.decision != record.state.value:
         return f"decision {row.decision!r}, the model's {record.state.value!r}"
     if row.terminal_reason != record.terminal_reason and not (forgot and row.terminal_reason is None):
         return f"terminal reason {row.terminal_reason!r}, the stream's {record.terminal_reason!r}"
     return ""
+
+
+def _accepted_by(reading: Oracle, key: CallKey, step: int) -> int:
+    """The new positions a reading of the model accepted for ``key`` up to ``step``."""
+    return sum(1 for s in reading.semantics.steps if s.key == key and s.event is E.FRAGMENT and s.step <= step)
 
 
 def check_ledger(ctx: Context) -> Iterable[Violation]:
@@ -422,10 +432,14 @@ def check_ledger(ctx: Context) -> Iterable[Violation]:
     for record in ctx.records_everywhere(lambda r: r.state in TERMINAL_STATES):
         if rows.get(record.key):
             last = rows[record.key][-1]
-            truths = [r for reading in ctx.oracle.readings if (r := ctx.record(record.key, reading)) is not None]
             ended = terminal_at.get(record.key)
-            forgot = any(i <= last.step for i in restarts) or ended is None or last.step < ended
-            problems = [_ledger_untruth(last, r, forgot) for r in truths]
+            early = ended is None or last.step < ended  # written before the call's terminal event
+            forgot = any(i <= last.step for i in restarts) or early
+            problems = [
+                _ledger_untruth(last, r, forgot, _accepted_by(reading, record.key, last.step) if early else None)
+                for reading in ctx.oracle.readings
+                if (r := ctx.record(record.key, reading)) is not None
+            ]
             if all(problems):
                 yield Violation(
                     "INV-LEDGER", f"the call's last ledger row is untrue: {problems[0]}", record.key, last.step

@@ -287,3 +287,23 @@ def test_a_final_ledger_row_that_contradicts_the_model_is_caught() -> None:
             for o in ideal_observations(judge(trace))
         ]
         assert "INV-LEDGER" in found(trace, untrue), change
+
+
+def test_a_row_written_when_a_doomed_call_failed_early_counts_the_positions_until_then() -> None:
+    """Failing a call as soon as its text can never parse is allowed (the correct variant
+    fail-doomed-early): positions that arrive after it failed reached a call that was over,
+    so its final row counts the positions accepted until it was written, not those the
+    model (which fails the call at its terminal event) accepted by the end. Fewer than
+    that is still untrue."""
+    b = TraceBuilder(tools={"note": NOTE}).turn("t1").open("a", "note")
+    trace = b.fragment("a", '{"v":1').fragment("a", "}{").fragment("a", '"w":2}').terminal("a").build()
+    key = judge(trace).by_short_name()["t1/a"].key
+    ideal = [o for o in ideal_observations(judge(trace)) if not (isinstance(o, LedgerRow) and o.key == key)]
+
+    def row(step: int, fragments: int, reason: str | None = None) -> LedgerRow:
+        return LedgerRow(step, key, fragments, reason, "malformed", "not validated", "failed")
+
+    assert "INV-LEDGER" not in found(trace, [*ideal, row(3, 2)])  # written at the dooming fragment
+    assert "INV-LEDGER" in found(trace, [*ideal, row(3, 1)])  # fewer than it had accepted then
+    assert "INV-LEDGER" not in found(trace, [*ideal, row(5, 3, "completed")])
+    assert "INV-LEDGER" in found(trace, [*ideal, row(5, 2, "completed")])  # at the terminal: all three count
