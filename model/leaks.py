@@ -64,7 +64,7 @@ _EVENT_WORDS: Final = (
     "new_name",
 )
 
-__all__ = ["OwnWords", "argument_values", "leaked_value", "observation_texts", "scalar_tokens"]
+__all__ = ["OwnWords", "argument_values", "leaked_value", "observation_texts", "scalar_tokens", "withhold_path"]
 
 # Values at least this long are looked for anywhere in a line, not only as whole tokens.
 _ANYWHERE: Final = 6
@@ -240,6 +240,21 @@ def declared_names(schema: Any) -> set[str]:
         elif isinstance(node, list):
             stack.extend(node)
     return names
+
+
+def withhold_path(problem: str, schema: Any) -> str:
+    """A ``schema: <keyword> at <path>`` message as a ledger may hold it: the path kept
+    only when it is made of declared property names and array indices. A path can hold
+    keys that came from the arguments (matched by ``patternProperties`` or refused by
+    ``additionalProperties``), and those are values. (What the reference implementation's
+    redaction does; the model's ideal ledger rows must not break its own INV-LEDGER.)"""
+    head, sep, path = problem.partition(" at ")
+    if not sep or path == "(root)":
+        return problem
+    allowed = declared_names(schema)
+    if all(part.isdigit() or part in allowed for part in path.split("/")):
+        return problem
+    return f"{head} at (path withheld)"
 
 
 def _declared(spec: ToolSpec, names: set[str], numbers: set[str]) -> None:

@@ -21,6 +21,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from callsafe.model.leaks import withhold_path
 from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
 from callsafe.model.system import Reading, Semantics, Step, run_semantics
 from callsafe.model.vocabulary import (
@@ -202,6 +203,16 @@ def judge(trace: Trace) -> Oracle:
     return Oracle(trace, sem, merged, tuple(alternatives))
 
 
+def _ledger_validation(oracle: Oracle, record: Any) -> str:
+    """The call's validation as a correct ledger writes it: a schema path of keys nobody
+    declared withheld (:func:`callsafe.model.leaks.withhold_path`)."""
+    text: str = record.validation
+    if not text.startswith("schema: ") or record.tool is None:
+        return text
+    spec = oracle.semantics.state.tools.get(record.tool) or oracle.trace.tools.get(record.tool)
+    return withhold_path(text, spec.schema) if spec is not None else text
+
+
 def ideal_observations(oracle: Oracle) -> list[Observation]:
     """What a correct implementation with every capability shows at its boundary for the
     oracle's trace, in order: validations, confirmation requests, executions, ledger rows
@@ -245,7 +256,7 @@ def ideal_observations(oracle: Oracle) -> list[Observation]:
                     len(record.fragments),
                     record.terminal_reason,
                     record.parse,
-                    record.validation,
+                    _ledger_validation(oracle, record),
                     decision,
                     traceparent,
                 ),

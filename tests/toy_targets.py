@@ -20,6 +20,7 @@ from typing import Any
 import jsonschema
 
 from callsafe.contract.target import CAPABILITIES, TargetEnv
+from callsafe.model.leaks import withhold_path
 from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
 from callsafe.model.oracle import STOPPING_EVENTS
 from callsafe.model.system import CallRecord, ParseFailure, Semantics, strict_parse
@@ -96,6 +97,14 @@ class ModelTarget:
     def _record(self, key: CallKey) -> CallRecord:
         return self.sem.state.calls[(key.turn, key.response, key.item, key.call)]
 
+    def _validation(self, record: CallRecord) -> str:
+        """The model's validation text with a path of undeclared keys withheld, as the
+        reference writes it: a key matched by ``patternProperties`` came from the stream."""
+        spec = self.sem.state.tools.get(record.tool or "")
+        if spec is None or not record.validation.startswith("schema: "):
+            return record.validation
+        return withhold_path(record.validation, spec.schema)
+
     def _ledger(self, record: CallRecord, decision: str) -> None:
         turn = self.sem.state.turns.get(record.key.turn)
         self.env.observe(
@@ -105,7 +114,7 @@ class ModelTarget:
                 len(record.fragments),
                 record.terminal_reason,
                 record.parse,
-                record.validation,
+                self._validation(record),
                 decision,
                 turn.traceparent if turn else None,
             )
