@@ -7,8 +7,31 @@ from __future__ import annotations
 
 from typing import Final
 
+from callsafe.model.builder import TraceBuilder
+from callsafe.model.vocabulary import ToolSpec, Trace
 from callsafe.targets.finding_record import Finding
 
 __all__ = ["FRAMEWORK_FINDINGS"]
 
-FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = ()
+_PAY: Final = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}
+
+
+def _length_stop() -> Trace:
+    """One whole ``pay`` call whose response is cut off by a ``length`` stop."""
+    b = TraceBuilder(tools={"pay": ToolSpec(schema=_PAY)}).turn("t1", response="r1")
+    b.open("call_a", "pay", item="0").fragments("call_a", '{"amount":1', "00}").terminal("call_a", "length")
+    return b.response_end("length").build()
+
+
+FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
+    Finding(
+        "OAA-LENGTH-RUNS",
+        "openai-agents",
+        "openai-agents runs the tool calls of a Chat Completions response that ended with finish_reason "
+        '"length" (the model was cut off; the SDK builds the model response from what it accumulated and '
+        "its run loop executes the calls in it)",
+        "openai_agents_length_stop_runs_tool.py",
+        (_length_stop(),),
+        {"openai-agents:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
+    ),
+)

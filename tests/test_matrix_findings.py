@@ -12,6 +12,7 @@ import pytest
 from callsafe.certify.harness import check_trace
 from callsafe.targets.findings import FINDINGS, NOTES, findings_for, notes_for
 from callsafe.targets.libraries import LIBRARY_TARGETS, unavailable
+from callsafe.targets.program_catalog import program_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX = {
@@ -20,6 +21,7 @@ PREFIX = {
     "langchain-core": "langchain_core_",
     "pydantic-ai-slim": "pydantic_ai_",
     "litellm": "litellm_",
+    "openai-agents": "openai_agents_",
 }
 
 
@@ -28,7 +30,8 @@ def test_findings_are_named_once_and_name_known_surfaces() -> None:
     for f in FINDINGS:
         assert f.surfaces and f.witnesses, f.id
         for surface in f.surfaces:
-            assert surface in LIBRARY_TARGETS and surface.split(":")[0] == f.library, (f.id, surface)
+            known = surface in LIBRARY_TARGETS or surface in program_rows()
+            assert known and surface.split(":")[0] == f.library, (f.id, surface)
     for surface, invariant in NOTES:
         assert surface in LIBRARY_TARGETS and notes_for(f"library:{surface}", invariant)
 
