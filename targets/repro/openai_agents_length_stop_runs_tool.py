@@ -14,7 +14,7 @@ REPLY = CHUNK % '"delta":{"content":"ok"},"finish_reason":"stop"' + "data: [DONE
 bodies, ran = [WIRE], []
 serve = httpx2.MockTransport(lambda r: httpx2.Response(200, content=(bodies.pop() if bodies else REPLY).encode()))
 client = AsyncOpenAI(api_key="x", base_url="http://local.invalid/v1", http_client=httpx2.AsyncClient(transport=serve))
-pay = function_tool(lambda amount: ran.append(amount) or "paid", name_override="pay")
+pay = function_tool(lambda amount: ran.append(amount) or "paid", name_override="pay")  # type: ignore[func-returns-value]
 
 
 async def main() -> None:
