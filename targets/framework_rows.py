@@ -85,7 +85,13 @@ class OtherVenvRow(ProgramRow):
 
 
 def _row(
-    module: str, library: str, protocol: str, surface: str, needs: tuple[str, ...], cls: type[ProgramRow] = ProgramRow
+    module: str,
+    library: str,
+    protocol: str,
+    surface: str,
+    needs: tuple[str, ...],
+    cls: type[ProgramRow] = ProgramRow,
+    options: dict[str, int] = FRAMEWORK_OPTIONS,
 ) -> ProgramRow:
     return cls(
         name=f"{library}:{protocol}:{surface}",
@@ -95,12 +101,13 @@ def _row(
         surface=surface,
         argv=("{python}", "-m", f"callsafe.adapters.frameworks.{module}"),
         needs=needs,
-        options=FRAMEWORK_OPTIONS,
+        options=options,
     )
 
 
 FRAMEWORK_ROWS: Final[tuple[ProgramRow, ...]] = (
     _row("openai_agents", "openai-agents", "openai-chat", "agent", ("agents",)),
+    _row("crewai_agent", "crewai", "openai-chat", "agent", ("crewai", "openai"), OtherVenvRow),
     _row("google_adk", "google-adk", "gemini", "agent", ("google.adk", "google.genai")),
     _row("strands_agent", "strands-agents", "openai-chat", "agent", ("strands", "openai")),
 )

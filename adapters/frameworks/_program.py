@@ -29,7 +29,7 @@ import asyncio
 import json
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -117,10 +117,10 @@ class WireIds:
         return CallKey(turn.tenant, turn.turn, self.response, "", call_id or f"{self.response}#?")
 
 
-def watching_client(ids: WireIds, module: Any = None) -> Any:
-    """An ``AsyncClient`` of ``module`` (``httpx``, or ``httpx2``, which the ``openai`` SDK 3
-    uses) over its real transport, each response's bytes shown to ``ids`` as they pass
-    (nothing is changed or buffered)."""
+def watching_client(ids: WireIds, module: Any = None, sync: bool = False) -> Any:
+    """An ``AsyncClient`` (``sync``: a ``Client``) of ``module`` (``httpx``, or ``httpx2``,
+    which the ``openai`` SDK 3 uses) over its real transport, each response's bytes shown to
+    ``ids`` as they pass (nothing is changed or buffered)."""
     http = module if module is not None else httpx
 
     class Watched(http.AsyncByteStream):  # type: ignore[misc, name-defined]
@@ -147,6 +147,32 @@ def watching_client(ids: WireIds, module: Any = None) -> Any:
         async def aclose(self) -> None:
             await self.inner.aclose()
 
+    class WatchedSync(http.SyncByteStream):  # type: ignore[misc, name-defined]
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self.inner:
+                ids.feed(chunk)
+                yield chunk
+
+        def close(self) -> None:
+            self.inner.close()
+
+    class WatchingSync(http.BaseTransport):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            self.inner = http.HTTPTransport()
+
+        def handle_request(self, request: Any) -> Any:
+            response = self.inner.handle_request(request)
+            response.stream = WatchedSync(response.stream)
+            return response
+
+        def close(self) -> None:
+            self.inner.close()
+
+    if sync:
+        return http.Client(transport=WatchingSync(), timeout=30)
     return http.AsyncClient(transport=Watching(), timeout=30)
 
 
@@ -254,10 +280,10 @@ class FrameworkProgram:
         env.executor(self.ids.key(turn, call_id, nth), turn.actor, tool, arguments, turn.traceparent)
         return "ok"
 
-    def watching_client(self, module: Any = None) -> Any:
+    def watching_client(self, module: Any = None, sync: bool = False) -> Any:
         """An HTTP client over the real transport whose responses are watched for the ids
         of this stream (:func:`watching_client`)."""
-        return watching_client(self.ids, module)
+        return watching_client(self.ids, module, sync)
 
 
 def main(factory: Callable[[], FrameworkProgram]) -> int:
