@@ -54,7 +54,7 @@ class CrewAIProgram(FrameworkProgram):
         args = create_model(f"{name}_args", __config__=ConfigDict(extra="allow"), **fields)
         program = self
 
-        class CatalogTool(BaseTool):
+        class CatalogTool(BaseTool):  # type: ignore[misc]
             def _run(self, **arguments: Any) -> str:
                 nth = program.runs
                 program.runs += 1
