@@ -109,5 +109,13 @@ FRAMEWORK_ROWS: Final[tuple[ProgramRow, ...]] = (
     _row("openai_agents", "openai-agents", "openai-chat", "agent", ("agents",)),
     _row("crewai_agent", "crewai", "openai-chat", "agent", ("crewai", "openai"), OtherVenvRow),
     _row("google_adk", "google-adk", "gemini", "agent", ("google.adk", "google.genai")),
+    _row(
+        "llama_index_agent",
+        "llama-index-core",
+        "openai-chat",
+        "agent",
+        ("llama_index.core", "llama_index.llms.openai"),
+        OtherVenvRow,
+    ),
     _row("strands_agent", "strands-agents", "openai-chat", "agent", ("strands", "openai")),
 )
