@@ -16,6 +16,13 @@ __all__ = ["FRAMEWORK_FINDINGS"]
 _PAY: Final = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}
 
 
+def _glued() -> Trace:
+    """One ``pay`` call whose arguments are two JSON objects glued together (``}{``)."""
+    b = TraceBuilder(tools={"pay": ToolSpec(schema=_PAY)}).turn("t1", response="r1")
+    b.open("call_a", "pay", item="0").fragments("call_a", '{"amount":1}', '{"amount":2}').terminal("call_a")
+    return b.response_end("completed").build()
+
+
 def _length_stop() -> Trace:
     """One whole ``pay`` call whose response is cut off by a ``length`` stop."""
     b = TraceBuilder(tools={"pay": ToolSpec(schema=_PAY)}).turn("t1", response="r1")
@@ -33,5 +40,26 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         "openai_agents_length_stop_runs_tool.py",
         (_length_stop(),),
         {"openai-agents:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
+    ),
+    Finding(
+        "CREWAI-LENGTH-RUNS",
+        "crewai",
+        "crewAI's native OpenAI provider hands the agent the tool calls of a Chat Completions response that "
+        'ended with finish_reason "length" (_finalize_streaming_response runs every call whose accumulated '
+        "arguments parse, whatever the finish reason), and the agent runs them",
+        "crewai_length_stop_runs_tool.py",
+        (_length_stop(),),
+        {"crewai:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
+    ),
+    Finding(
+        "STRANDS-MALFORMED-EMPTY",
+        "strands-agents",
+        "Strands turns a tool call's input that does not parse ('}{'-glued objects, a truncated object) into {} "
+        "and runs the tool with it (event_loop/streaming.py, handle_content_block_stop: 'failed to parse tool "
+        "input json, defaulting to empty dict'); the tool is never told the call was malformed",
+        "strands_malformed_input_becomes_empty.py",
+        (_glued(),),
+        {"strands-agents:openai-chat:agent": frozenset({"INV-TERMINAL"})},
+        issue="strands-agents/harness-sdk#2051",
     ),
 )

@@ -22,6 +22,10 @@ PREFIX = {
     "pydantic-ai-slim": "pydantic_ai_",
     "litellm": "litellm_",
     "openai-agents": "openai_agents_",
+    "crewai": "crewai_",
+    "strands-agents": "strands_",
+    "google-adk": "google_adk_",
+    "llama-index-core": "llama_index_",
 }
 
 
