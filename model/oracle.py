@@ -177,16 +177,25 @@ def _merge(
     return merged
 
 
+# What the model's parse records for a call refused for a lone surrogate alone.
+_LONE_SURROGATE: Final = "malformed: lone surrogate in arguments"
+
+
 def _readings(trace: Trace, primary: Semantics) -> list[Semantics]:
     """The other readings that could judge ``trace`` otherwise, run: rejecting
-    out-of-order fragments when a call received some, and counting bytes that arrive for
-    ended calls when such bytes could tip a turn over its cap."""
+    out-of-order fragments when a call received some, counting bytes that arrive for
+    ended calls when such bytes could tip a turn over its cap, and taking lone surrogate
+    escapes as code points when a call was refused for one."""
     runs = [primary]
     if any(c.out_of_order for c in primary.state.calls.values()):
         runs.append(run_semantics(trace, Reading(reject_out_of_order=True)))
     cap = trace.limits.turn_bytes
     if any(sem.late_bytes and any(b > cap for b in sem.offered_bytes.values()) for sem in runs):
         runs += [run_semantics(trace, dataclasses.replace(sem.reading, count_after_end=True)) for sem in list(runs)]
+    if any(c.parse == _LONE_SURROGATE for sem in runs for c in sem.state.calls.values()):
+        runs += [
+            run_semantics(trace, dataclasses.replace(sem.reading, lone_surrogate_escapes=True)) for sem in list(runs)
+        ]
     return runs[1:]
 
 

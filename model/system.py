@@ -442,10 +442,13 @@ _WALK_FREE_CONTAINERS: Final = 64
 _DECODER: Final = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
 
 
-def strict_parse(text: str) -> dict[str, Any]:
+def strict_parse(text: str, *, lone_surrogate_escapes: bool = False) -> dict[str, Any]:
     """One strict parse: a single JSON object and nothing else. Trailing data (``}{``),
     truncation, duplicate keys, NaN/Infinity and lone surrogates are all failures; the
-    parser never repairs.
+    parser never repairs. ``lone_surrogate_escapes``: an escape ``\\uD800``..``\\uDFFF``
+    that pairs with nothing is taken as the code point it names (the reading
+    :attr:`Reading.lone_surrogate_escapes`); a raw lone surrogate in the text (what no
+    UTF-8 stream can carry) still fails.
 
     Cost: the C decoder plus work in C proportional to the text (ASCII text needs no
     surrogate check at all); Python runs once per JSON object (the duplicate-key hook),
@@ -464,7 +467,7 @@ def strict_parse(text: str) -> dict[str, Any]:
         raise ParseFailure(type(exc).__name__ + ": " + (getattr(exc, "msg", None) or str(exc)[:80])) from None
     if not isinstance(value, dict):
         raise ParseFailure("arguments must be a JSON object")
-    walk = (
+    walk = not lone_surrogate_escapes and (
         not isinstance(text, str)
         or ("\\u" in text and _SURROGATE_ESCAPE.search(text) is not None)
         or text.count("{") + text.count("[") > _WALK_FREE_CONTAINERS
@@ -596,10 +599,15 @@ class Reading:
       fragment at a position below one already received fails the call, instead of being
       reassembled in position order.
     * ``count_after_end``: bytes that arrive for a call after it failed or was cancelled
-      count against its turn's cap (the model counts only the bytes a live call kept)."""
+      count against its turn's cap (the model counts only the bytes a live call kept).
+    * ``lone_surrogate_escapes``: an escape ``\\uD800``..``\\uDFFF`` that pairs with
+      nothing is a string's code point, not malformed data. The JSON grammar admits it, and
+      RFC 8259 section 8.2 calls the behaviour of receivers "unpredictable" (RFC 7493, I-JSON,
+      forbids it); the spec says only that malformed data never runs. The model refuses it."""
 
     reject_out_of_order: bool = False
     count_after_end: bool = False
+    lone_surrogate_escapes: bool = False
 
     def describe(self) -> str:
         parts = []
@@ -607,6 +615,8 @@ class Reading:
             parts.append("out-of-order fragments rejected")
         if self.count_after_end:
             parts.append("bytes after a call ended counted against the turn cap")
+        if self.lone_surrogate_escapes:
+            parts.append("lone surrogate escapes accepted")
         return ", ".join(parts) or "the model's reading"
 
 
@@ -869,7 +879,7 @@ class Semantics:
             return
         text = "".join(call.fragments[p] for p in positions)
         try:
-            call.arguments = strict_parse(text)
+            call.arguments = strict_parse(text, lone_surrogate_escapes=self.reading.lone_surrogate_escapes)
         except ParseFailure as exc:
             call.parse = f"malformed: {exc}"
             self.fire(call, E.PARSE_FAILED, "malformed arguments")

@@ -140,9 +140,13 @@ def test_malformed_json(text: str) -> None:
     must_not(t, "t1/a", "malformed")
 
 
-def test_lone_surrogate_fails() -> None:
+def test_lone_surrogate_is_refused_or_taken_as_its_code_point() -> None:
+    # The model refuses it as malformed; the spec is silent, so the oracle allows the
+    # reading that takes the escape as the code point it names (RFC 8259 section 8.2).
     t = builder().turn("t1").call("a", "lookup", '{"q":"\\ud83d"}').build()
-    must_not(t, "t1/a", "malformed")
+    v = verdict(t, "t1/a")
+    assert v.execute == "may" and v.arguments == {"q": "\ud83d"}
+    assert v.state.value == "failed"  # the model's own reading
 
 
 def test_reconnection_replay_executes_once() -> None:
