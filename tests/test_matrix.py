@@ -29,6 +29,7 @@ from callsafe.certify.harness import WIRE_GENERATOR, Options
 from callsafe.cli.matrix import matrix_cmd
 from callsafe.model.invariants import INVARIANTS
 from callsafe.targets.libraries import LIBRARY_TARGETS, unavailable
+from callsafe.targets.program_catalog import program_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = Options(depth=1, walks=5, generators=(WIRE_GENERATOR, "catalog"), minimize_budget=20)
@@ -47,7 +48,12 @@ def test_rows_are_the_reference_the_guard_then_every_library_surface() -> None:
     assert rows[0] == REFERENCE_ROW
     guards = len(GUARD_ROWS)
     assert [r.spec for r in rows[1 : 1 + guards]] == [f"guard:memory:{p}" for p in GUARD_PROTOCOLS]
-    assert [r.spec for r in rows[1 + guards :]] == [f"library:{name}" for name in LIBRARY_TARGETS]
+    libraries = len(LIBRARY_TARGETS)
+    assert [r.spec for r in rows[1 + guards : 1 + guards + libraries]] == [f"library:{n}" for n in LIBRARY_TARGETS]
+    # then the programs: the Python agent frameworks, then the TypeScript libraries
+    programs = program_rows()
+    assert [r.spec for r in rows[1 + guards + libraries :]] == [f"library:{n}" for n in programs]
+    assert [r.ecosystem for r in rows[1 + guards + libraries :]] == [p.ecosystem for p in programs.values()]
     assert len({r.label for r in rows}) == len(rows)  # each surface is a row of its own
 
 
