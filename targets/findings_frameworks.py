@@ -30,6 +30,13 @@ def _length_stop() -> Trace:
     return b.response_end("length").build()
 
 
+def _length_stop_before_arguments() -> Trace:
+    """One ``pay`` call cut off by a ``length`` stop before any of its arguments arrived."""
+    b = TraceBuilder(tools={"pay": ToolSpec(schema=_PAY)}).turn("t1", response="r1")
+    b.open("call_a", "pay", item="0").terminal("call_a", "length")
+    return b.response_end("length").build()
+
+
 FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
     Finding(
         "OAA-LENGTH-RUNS",
@@ -61,5 +68,25 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         (_glued(),),
         {"strands-agents:openai-chat:agent": frozenset({"INV-TERMINAL"})},
         issue="strands-agents/harness-sdk#2051",
+    ),
+    Finding(
+        "ADK-MAX-TOKENS-RUNS",
+        "google-adk",
+        "google-adk runs a function call of a Gemini response that ended with finishReason MAX_TOKENS, from the "
+        "streamed partialArgs it had, though the call's closing part never arrived (the finish reason only becomes "
+        "the response's error_code; the function calls of the aggregated response run regardless)",
+        "google_adk_max_tokens_runs_tool.py",
+        (_length_stop(),),
+        {"google-adk:gemini:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
+    ),
+    Finding(
+        "LI-LENGTH-RUNS-EMPTY",
+        "llama-index-core",
+        "a LlamaIndex FunctionAgent runs a tool call of a Chat Completions response cut off by finish_reason "
+        '"length", even before any of its arguments arrived: the empty argument text is read as {} '
+        "(get_tool_calls_from_response, through parse_partial_json) and the agent never looks at the finish reason",
+        "llama_index_length_stop_runs_empty_call.py",
+        (_length_stop_before_arguments(),),
+        {"llama-index-core:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
     ),
 )
