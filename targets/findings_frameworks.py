@@ -37,6 +37,32 @@ def _length_stop_before_arguments() -> Trace:
     return b.response_end("length").build()
 
 
+def _shared_index() -> Trace:
+    """Two whole ``pay`` calls (their own ids) on the same Chat Completions index 0."""
+    b = TraceBuilder(tools={"pay": ToolSpec(schema=_PAY)}).turn("t1", response="r1")
+    b.open("call_a", "pay", item="0").fragments("call_a", '{"amount":1', "00}")
+    b.open("call_b", "pay", item="0").fragments("call_b", '{"amount":1', "00}")
+    return b.terminal("call_a").terminal("call_b").response_end("completed").build()
+
+
+def _continued_after_next_opened() -> Trace:
+    """Call a's last fragment arrives after call b (index 1, no arguments) opened."""
+    b = TraceBuilder(tools={"pay": ToolSpec(schema=_PAY)}).turn("t1", response="r1")
+    b.open("call_a", "pay", item="0").fragments("call_a", '{"amount":1').open("call_b", "pay", item="1")
+    b.fragments("call_a", "00}").terminal("call_a").terminal("call_b")
+    return b.response_end("completed").build()
+
+
+def _collision(finding: str, library: str, surface: str, script: str, summary: str, also: str = "") -> Finding:
+    invariants = {"LIVE-DISPATCH", *([also] if also else [])}
+    return Finding(finding, library, summary, script, (_shared_index(),), {surface: frozenset(invariants)})
+
+
+_MERGED: Final = (
+    "two tool calls that share a Chat Completions index (each with its own id and name) are accumulated into one "
+    "entry by index (their arguments glued, '}{', which does not parse): neither call runs"
+)
+
 FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
     Finding(
         "OAA-LENGTH-RUNS",
@@ -88,5 +114,48 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         "llama_index_length_stop_runs_empty_call.py",
         (_length_stop_before_arguments(),),
         {"llama-index-core:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
+    ),
+    _collision(
+        "OAA-INDEX-COLLISION",
+        "openai-agents",
+        "openai-agents:openai-chat:agent",
+        "openai_agents_index_collision.py",
+        f"openai-agents (ChatCmplStreamHandler): {_MERGED}",
+    ),
+    _collision(
+        "CREWAI-INDEX-COLLISION",
+        "crewai",
+        "crewai:openai-chat:agent",
+        "crewai_index_collision.py",
+        f"crewAI's native OpenAI provider (_ahandle_streaming_completion): {_MERGED}",
+    ),
+    _collision(
+        "LI-INDEX-COLLISION",
+        "llama-index-core",
+        "llama-index-core:openai-chat:agent",
+        "llama_index_index_collision.py",
+        f"LlamaIndex's OpenAI LLM (astream_chat_with_tools): {_MERGED}",
+    ),
+    _collision(
+        "STRANDS-INDEX-COLLISION",
+        "strands-agents",
+        "strands-agents:openai-chat:agent",
+        "strands_index_collision.py",
+        "Strands' OpenAIModel groups tool deltas by index: two calls that share one are glued into the first "
+        "call's id, and the glued input, which does not parse, runs as {} (STRANDS-MALFORMED-EMPTY); the second "
+        "call is lost",
+        also="INV-EXACT-ARGS",
+    ),
+    Finding(
+        "LI-PARTIAL-ARGUMENTS-FINAL",
+        "llama-index-core",
+        "LlamaIndex's OpenAI LLM (update_tool_calls, which reads only tool_calls_delta[0]) merges a delta into the "
+        "last call only, and a delta of another index starts a new call: a fragment of call a that arrives after "
+        "call b opened is split off, and get_tool_calls_from_response presents call a's prefix, parsed with "
+        "parse_partial_json ({'amount': 1}), as its final arguments; the empty call b runs as {}",
+        "llama_index_partial_arguments_final.py",
+        (_continued_after_next_opened(),),
+        {"llama-index-core:openai-chat:agent": frozenset({"INV-EXACT-ARGS", "INV-TERMINAL"})},
+        issue="run-llama/llama_index#22580",
     ),
 )
