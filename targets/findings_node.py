@@ -1,14 +1,284 @@
 """The findings of the TypeScript libraries (the node rows, :mod:`callsafe.targets.node_rows`): each a
 :class:`~callsafe.targets.finding_record.Finding` with its witnesses, the surfaces and
 invariants they violate, and its standalone script; :data:`callsafe.targets.findings.FINDINGS`
-lists them after the Python libraries'."""
+lists them after the Python libraries'.
+
+The witnesses are the traces the matrix itself found: wire-shaped traces and wire
+adversities (:mod:`callsafe.certify.wire_traces`, :mod:`callsafe.providers.adversities`),
+named as the generators name them, plus two small traces built here. Each script is
+``adapters/node/repro/*.mjs``: plain JavaScript that runs under Node with the pinned
+package alone (a local ``node:http`` server sends the stream; no callsafe), under 30 lines,
+and exits 1 while the problem shows (``tests/test_node_rows.py`` runs every one).
+"""
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
+from callsafe.certify.wire_traces import wire_traces
+from callsafe.model.builder import TraceBuilder
+from callsafe.model.vocabulary import ToolSpec, Trace
+from callsafe.providers.adversities import wire_trace
 from callsafe.targets.finding_record import Finding
 
-__all__ = ["NODE_FINDINGS"]
+__all__ = ["NODE_FINDINGS", "NODE_REPRO_DIR"]
 
-NODE_FINDINGS: Final[tuple[Finding, ...]] = ()
+NODE_REPRO_DIR: Final = "adapters/node/repro"
+T, X, C, L, ONCE = "INV-TERMINAL", "INV-EXACT-ARGS", "INV-CANCEL", "LIVE-DISPATCH", "INV-ONCE"
+CHAT, RESP, ANTH = "openai-chat", "openai-responses", "anthropic-messages"
+
+AI = "node/ai:openai-chat:streamText"
+OC = "node/openai:openai-chat:chat.completions.stream"
+OR = "node/openai:openai-responses:responses.stream"
+AN = "node/@anthropic-ai/sdk:anthropic-messages:MessageStream"
+LC = "node/@langchain/core:openai-chat:ChatOpenAI.stream"
+AG = "node/@openai/agents:openai-responses:run-streamed"
+
+ONE = "wire: 1 call (whole); completed at the end"
+TWO = "wire: 2 calls (whole + whole) on items 0 and 1, in sequence; completed at the end"
+
+
+@functools.cache
+def _wire(name: str) -> Trace:
+    """The wire-shaped trace of that name (the ``wire`` generator's)."""
+    for trace in wire_traces():
+        if trace.name == name:
+            return trace
+    raise KeyError(f"no wire trace named {name!r}")
+
+
+def _adversity(protocol: str, operator: str, label: str, base: str = ONE) -> Trace:
+    """A wire adversity's variant of a wire trace, as the ``wire-adversities`` generator makes it."""
+    return wire_trace(_wire(base), protocol, operator, label)
+
+
+def _merged_into_first() -> Trace:
+    """Two calls on index 0: the first sends no arguments, the second opens and completes."""
+    b = TraceBuilder(tools={"pay": ToolSpec()}).turn("t1", response="r1")
+    b.open("call_a", "pay", item="0").open("call_b", "pay", item="0").fragments("call_b", '{"amount":1', "00}")
+    return b.terminal("call_a").terminal("call_b").response_end().build()
+
+
+def _s(*invariants: str) -> frozenset[str]:
+    return frozenset(invariants)
+
+
+def _script(name: str) -> str:
+    return f"{NODE_REPRO_DIR}/{name}"
+
+
+NODE_FINDINGS: Final[tuple[Finding, ...]] = (
+    # -- ai (Vercel AI SDK), streamText with executing tools --------------------------------
+    Finding(
+        "AISDK-EMPTY-ARGUMENTS-RUN",
+        "ai",
+        "a tool call that sent no arguments at all (an empty string, not JSON) runs with {}: the SDK's tool-call "
+        "parsing turns empty input into an empty object",
+        _script("ai-empty-arguments-run.mjs"),
+        (_wire("wire: 1 call (empty); completed at the end"),),
+        {AI: _s(T)},
+    ),
+    Finding(
+        "AISDK-LATE-ID-MADE-UP",
+        "ai",
+        "when a call's id arrives in a later chunk than its first, StreamingToolCallTracker makes up an id and the "
+        "tool runs under it, a call key the stream never carried (vercel/ai #14722 is the name's variant: there "
+        "the tracker throws)",
+        _script("ai-late-id-made-up.mjs"),
+        (_adversity(CHAT, "name-or-id-later", "each call's id in a later chunk than its first"),),
+        {AI: _s(X, L)},
+    ),
+    Finding(
+        "AISDK-DATA-AFTER-FINISH",
+        "ai",
+        "a tool-call fragment after the choice's finish_reason is still appended and the tool runs with it: "
+        "'{\"amount\":1' ended, then '00}' runs {'amount': 100}",
+        _script("ai-data-after-finish-reason-runs.mjs"),
+        (
+            _adversity(
+                CHAT, "finish-reason-before-trailing-fragments", "finish_reason 'tool_calls' before tool chunk 1"
+            ),
+        ),
+        {AI: _s(T, C)},
+    ),
+    Finding(
+        "AISDK-SHARED-INDEX-MERGED",
+        "ai",
+        "a second call opened (with its own id) on the index of a first call that sent no arguments is merged "
+        "into the first: the tool runs once, under the first id with the second call's arguments, and the "
+        "second call never runs",
+        _script("ai-shared-index-merges-calls.mjs"),
+        (_merged_into_first(),),
+        {AI: _s(T, L)},
+    ),
+    # -- openai (node), chat.completions.stream ----------------------------------------------
+    Finding(
+        "OA-NODE-CHAT-DONE-ON-LENGTH",
+        "openai",
+        "ChatCompletionStream emits tool_calls.function.arguments.done on any finish_reason, length included: "
+        "the call a length stop cut off is presented as finished (it also emits it when a new index starts)",
+        _script("openai-chat-done-on-length.mjs"),
+        (_wire("wire: 1 call (whole); stopped: length"),),
+        {OC: _s(T, C)},
+    ),
+    Finding(
+        "OA-NODE-CHAT-INDEX-COLLISION",
+        "openai",
+        "two calls that share a tool index are accumulated as one (the second id replaces the first, the "
+        "arguments are concatenated): the first call is never presented",
+        _script("openai-chat-index-collision.mjs"),
+        (_wire("wire: 2 calls (whole + whole) sharing item 0, in sequence; completed at the end"),),
+        {OC: _s(L)},
+    ),
+    Finding(
+        "OA-NODE-CHAT-ARGUMENTS-BEFORE-ID",
+        "openai",
+        "arguments that arrive before the chunk with the call's id and name (a stream that breaks the protocol) "
+        "are accumulated all the same, and the call is presented as finished",
+        _script("openai-chat-arguments-before-id.mjs"),
+        (
+            _adversity(
+                CHAT, "arguments-before-id", "a call's first arguments before the chunk with its id and name"
+            ),
+        ),
+        {OC: _s(X)},
+    ),
+    # -- openai (node), responses.stream -------------------------------------------------------
+    Finding(
+        "OA-NODE-RESP-DONE-BEFORE-ITEM-DONE",
+        "openai",
+        "response.function_call_arguments.done comes before response.output_item.done, the event that carries "
+        "the item's status: acting on it runs the tool before the call has ended (here the response never ends)",
+        _script("openai-responses-done-before-item-done.mjs"),
+        (_wire("wire: 1 call (whole); completed early, the response never ends"),),
+        {OR: _s(T)},
+    ),
+    Finding(
+        "OA-NODE-RESP-REPLAYED-DONE",
+        "openai",
+        "a replayed response.function_call_arguments.done (same sequence_number) is emitted again: the call "
+        "runs twice",
+        _script("openai-responses-replayed-done.mjs"),
+        (
+            _adversity(
+                RESP,
+                "replayed-responses-events",
+                "response.function_call_arguments.done replayed (same sequence_number)",
+            ),
+        ),
+        {OR: _s(T, ONCE)},
+    ),
+    Finding(
+        "OA-NODE-RESP-REPLAYED-CREATED",
+        "openai",
+        "a replayed response.created (same sequence_number) is accepted, and the stream goes on presenting the "
+        "call that follows as finished",
+        _script("openai-responses-replayed-created.mjs"),
+        (_adversity(RESP, "replayed-responses-events", "response.created replayed (same sequence_number)"),),
+        {OR: _s(X)},
+    ),
+    Finding(
+        "OA-NODE-RESP-DUPLICATED-DELTA",
+        "openai",
+        "a duplicated function_call_arguments.delta goes unnoticed: the deltas no longer add up to the arguments "
+        "of arguments.done, and the call is presented as finished all the same",
+        _script("openai-responses-duplicated-delta.mjs"),
+        (_adversity(RESP, "duplicated-delta", "delta 2 sent twice"),),
+        {OR: _s(T, C)},
+    ),
+    Finding(
+        "OA-NODE-RESP-ARGUMENTS-ONLY-IN-ITEM-DONE",
+        "openai",
+        "a call whose arguments come only in response.output_item.done (no deltas, no arguments.done; pi #917, "
+        "forgecode #2558) is never presented by response.function_call_arguments.done",
+        _script("openai-responses-arguments-only-in-item-done.mjs"),
+        (
+            _adversity(
+                RESP,
+                "arguments-only-in-done",
+                "no deltas, no arguments.done: the arguments only in output_item.done",
+            ),
+        ),
+        {OR: _s(L)},
+    ),
+    # -- @anthropic-ai/sdk, MessageStream ------------------------------------------------------
+    Finding(
+        "AN-NODE-TRUNCATED-REPAIRED",
+        "@anthropic-ai/sdk",
+        "MessageStream finalises a tool_use block's input with its lenient partial-JSON parser: arguments cut "
+        "off at '{\"amount\":10' are presented at content_block_stop as {} (the cut-off field dropped), a "
+        "complete-looking call",
+        _script("anthropic-truncated-input-repaired.mjs"),
+        (_wire("wire: 1 call (truncated); completed at the end"),),
+        {AN: _s(T)},
+    ),
+    Finding(
+        "AN-NODE-REPLAYED-BLOCK-START",
+        "@anthropic-ai/sdk",
+        "a replayed content_block_start is accepted: the block is opened again and presented as finished at its "
+        "stop, though the stream broke the protocol there",
+        _script("anthropic-replayed-block-start.mjs"),
+        (
+            _adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed"),
+            _adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed", TWO),
+        ),
+        {AN: _s(T, X, C)},
+    ),
+    Finding(
+        "AN-NODE-REPLAYED-BLOCK-STOP",
+        "@anthropic-ai/sdk",
+        "a replayed content_block_stop is emitted again: the stopped tool_use block is presented twice",
+        _script("anthropic-replayed-block-stop.mjs"),
+        (_adversity(ANTH, "replayed-block-or-message-start", "content_block_stop replayed"),),
+        {AN: _s(ONCE)},
+    ),
+    Finding(
+        "AN-NODE-DUPLICATED-DELTA",
+        "@anthropic-ai/sdk",
+        "a duplicated input_json_delta is appended, the block's input no longer parses, and the whole stream "
+        "raises at that block's stop: the other, valid tool_use block of the message is lost (the class of "
+        "anthropic-sdk-typescript #996, where an invalid escape crashed the stream)",
+        _script("anthropic-duplicated-delta.mjs"),
+        (_adversity(ANTH, "duplicated-delta", "delta 2 sent twice", TWO),),
+        {AN: _s(L)},
+        issue="anthropics/anthropic-sdk-typescript#996",
+    ),
+    # -- @langchain/core with @langchain/openai, ChatOpenAI.stream ----------------------------
+    Finding(
+        "LCJS-NO-ROLE-DROPS-CALLS",
+        "@langchain/core",
+        "ChatOpenAI turns the deltas of a stream that names no role (delta.role is optional) into generic "
+        "ChatMessageChunks, which carry no tool_call_chunks: every tool call is lost",
+        _script("langchain-no-role-drops-tool-calls.mjs"),
+        (_wire(ONE),),
+        {LC: _s(L)},
+        issue="langchain-ai/langchainjs#11157",
+    ),
+    # -- @openai/agents, run(agent, { stream: true }) ------------------------------------------
+    Finding(
+        "AGENTS-JS-DUPLICATED-DELTA",
+        "@openai/agents",
+        "the run executes a call whose argument deltas were duplicated (they no longer add up to the item's "
+        "arguments): the Agents SDK takes the final item's arguments and never checks the stream",
+        _script("openai-agents-duplicated-delta.mjs"),
+        (_adversity(RESP, "duplicated-delta", "delta 2 sent twice"),),
+        {AG: _s(T, C)},
+    ),
+    Finding(
+        "AGENTS-JS-REUSED-OUTPUT-INDEX",
+        "@openai/agents",
+        "a second item that reuses the first item's output_index (a stream that breaks the protocol) is run "
+        "as a call of its own",
+        _script("openai-agents-reused-output-index.mjs"),
+        (
+            _adversity(
+                RESP,
+                "duplicated-output-index-or-item-id",
+                "the second item reuses the first item's output_index",
+                TWO,
+            ),
+        ),
+        {AG: _s(T, X, C)},
+    ),
+)

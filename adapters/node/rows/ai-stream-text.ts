@@ -9,7 +9,7 @@ import { jsonSchema, streamText, tool, type ToolSet } from "ai";
 import type { Json } from "../src/callsafe-target.js";
 import { MODEL, serveRow } from "./common.js";
 
-serveRow({
+await serveRow({
   name: "ai (node) streamText over @ai-sdk/openai chat, tools with execute",
   reads: "openai-chat",
   cancellation: true,

@@ -7,7 +7,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { MODEL, serveRow } from "./common.js";
 
-serveRow({
+await serveRow({
   name: "@anthropic-ai/sdk (node) messages.stream, content_block_stop",
   reads: "anthropic-messages",
   cancellation: true,

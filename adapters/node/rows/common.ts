@@ -166,6 +166,106 @@ export function followUpReply(protocol: Protocol): Uint8Array {
   ]);
 }
 
+/** One finished tool call (`warm` {"n":1}) in the protocol's stream, for the warm-up run. */
+function warmupStream(protocol: Protocol): Uint8Array {
+  if (protocol === "openai-chat") {
+    const chunk = (delta: JsonObject, finish: string | null): JsonObject => ({
+      id: "chatcmpl-warmup",
+      object: "chat.completion.chunk",
+      created: 0,
+      model: "callsafe",
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    });
+    const call = { index: 0, id: "call_warmup", type: "function", function: { name: "warm", arguments: "" } };
+    return sse(protocol, [
+      chunk({ role: "assistant", tool_calls: [call] }, null),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"n":1}' } }] }, null),
+      chunk({}, "tool_calls"),
+    ]);
+  }
+  if (protocol === "openai-responses") {
+    const item = { id: "fc_warmup", type: "function_call", call_id: "call_warmup", name: "warm" };
+    const done = { ...item, status: "completed", arguments: '{"n":1}' };
+    const response = { id: "resp_warmup", object: "response", model: "callsafe" };
+    return sse(protocol, [
+      { type: "response.created", sequence_number: 0, response: { ...response, status: "in_progress", output: [] } },
+      {
+        type: "response.output_item.added",
+        sequence_number: 1,
+        output_index: 0,
+        item: { ...item, status: "in_progress", arguments: "" },
+      },
+      {
+        type: "response.function_call_arguments.delta",
+        sequence_number: 2,
+        item_id: "fc_warmup",
+        output_index: 0,
+        delta: '{"n":1}',
+      },
+      {
+        type: "response.function_call_arguments.done",
+        sequence_number: 3,
+        item_id: "fc_warmup",
+        output_index: 0,
+        arguments: '{"n":1}',
+      },
+      { type: "response.output_item.done", sequence_number: 4, output_index: 0, item: done },
+      { type: "response.completed", sequence_number: 5, response: { ...response, status: "completed", output: [done] } },
+    ]);
+  }
+  const message = { id: "msg_warmup", type: "message", role: "assistant", content: [], model: "callsafe" };
+  return sse(protocol, [
+    { type: "message_start", message: { ...message, stop_reason: null, stop_sequence: null, usage: {} } },
+    { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "call_warmup", name: "warm", input: {} } },
+    { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: '{"n":1}' } },
+    { type: "content_block_stop", index: 0 },
+    { type: "message_delta", delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { output_tokens: 1 } },
+    { type: "message_stop" },
+  ]);
+}
+
+/** Run the row once, before the first trace, on a canned stream with one tool call and no
+ * network: the first trace of a fresh process otherwise pays for loading and compiling the
+ * SDK's stream path, which over HTTP (where callsafe attributes what the program sends to
+ * the payload written last, after a short quiet window) would move its executions to a
+ * later step than every other trace's: the verdicts would depend on which trace came first. */
+async function warmUp(options: RowOptions): Promise<void> {
+  const body = warmupStream(options.reads);
+  const replies = [body, followUpReply(options.reads)];
+  const fetchWarm: typeof fetch = async () =>
+    new Response((replies.shift() ?? followUpReply(options.reads)).slice(), {
+      status: 200,
+      headers: { "content-type": "text/event-stream" },
+    });
+  const quiet = (): void => undefined;
+  const env: Env = {
+    execute: quiet,
+    validate: async () => null,
+    observe: quiet,
+    log: quiet,
+    tools: { warm: { schema: { type: "object" } } },
+    limits: {},
+    step: () => -1,
+    storeDir: null,
+  };
+  const ctx: RunContext = {
+    env,
+    baseUrl: "http://127.0.0.1:9",
+    signal: null,
+    ids: new WireIds(options.reads),
+    fetch: fetchWarm,
+    tools: [{ name: "warm", schema: { type: "object" } }],
+    turn: null,
+    executed: quiet,
+    offer: quiet,
+  };
+  try {
+    await options.run(ctx);
+  } catch (err) {
+    console.error("warm-up run failed (the traces run all the same):", err);
+  }
+}
+
 /** A `fetch` for the SDK: the first request goes to callsafe and its body is read by
  * `ids` on the way through; later requests get `followUp` (when given) without a network. */
 export function rowFetch(ids: WireIds, followUp: Uint8Array | null): typeof fetch {
@@ -341,7 +441,12 @@ class Row implements Target {
     try {
       await this.options.run(ctx);
     } catch (err) {
-      if (!isConnectionEnd(err, signal)) throw err;
+      if (!isConnectionEnd(err, signal)) {
+        // the library refused what it read: said here too, since callsafe records a
+        // stream handler's end, not its error
+        env.log(`the library raised: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`.slice(0, 300));
+        throw err;
+      }
       env.log(`the stream ended: ${err instanceof Error ? err.message : String(err)}`.slice(0, 300));
     } finally {
       this.running.delete(running);
@@ -359,7 +464,8 @@ class Row implements Target {
 }
 
 /** Serve one row over the target protocol (stdin/stdout), reading its stream over HTTP. */
-export function serveRow(options: RowOptions): void {
+export async function serveRow(options: RowOptions): Promise<void> {
+  await warmUp(options);
   serve({
     name: options.name,
     reads: options.reads,

@@ -10,7 +10,7 @@ import { ChatOpenAI } from "@langchain/openai";
 import type { Json } from "../src/callsafe-target.js";
 import { MODEL, serveRow } from "./common.js";
 
-serveRow({
+await serveRow({
   name: "@langchain/core (node) ChatOpenAI.stream, concatenated chunks",
   reads: "openai-chat",
   cancellation: true,

@@ -19,7 +19,7 @@ import { MODEL, serveRow } from "./common.js";
 
 setTracingDisabled(true);
 
-serveRow({
+await serveRow({
   name: "@openai/agents (node) run(agent, { stream: true }), function tools",
   reads: "openai-responses",
   cancellation: true,

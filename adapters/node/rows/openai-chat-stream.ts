@@ -7,7 +7,7 @@
 import OpenAI from "openai";
 import { MODEL, serveRow } from "./common.js";
 
-serveRow({
+await serveRow({
   name: "openai (node) chat.completions.stream, tool_calls.function.arguments.done",
   reads: "openai-chat",
   cancellation: true,

@@ -7,7 +7,7 @@
 import OpenAI from "openai";
 import { MODEL, serveRow } from "./common.js";
 
-serveRow({
+await serveRow({
   name: "openai (node) responses.stream, response.function_call_arguments.done",
   reads: "openai-responses",
   cancellation: true,

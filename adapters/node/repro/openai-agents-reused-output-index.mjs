@@ -1,0 +1,28 @@
+// @openai/agents run(agent, { stream: true }): a second function_call item that reuses the
+// first item's output_index (a stream that breaks the protocol) is run as a call of its
+// own, without a word about the broken stream. Exits 1 while call_b runs.
+import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from "@openai/agents";
+import OpenAI from "openai";
+
+const fc = (id, call, status, args = "") => ({ id, type: "function_call", status, arguments: args, call_id: call, name: "pay" });
+const e = (n, type, rest = {}) => ({ type, sequence_number: n, ...rest });
+const response = (status, output) => ({ id: "resp_1", object: "response", status, output });
+const delta = (n, id, d) => e(n, "response.function_call_arguments.delta", { item_id: id, output_index: 0, delta: d });
+const reply = { id: "msg_1", type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "ok", annotations: [] }] };
+const sse = (events) => events.map((x) => `event: ${x.type}\ndata: ${JSON.stringify(x)}\n\n`).join("");
+const [a, b] = [fc("fc_1", "call_a", "completed", '{"amount":100}'), fc("fc_2", "call_b", "completed", '{"amount":100}')];
+const added = (n, item) => e(n, "response.output_item.added", { output_index: 0, item: { ...item, status: "in_progress", arguments: "" } });
+const events = [e(0, "response.created", { response: response("in_progress", []) }), added(1, a), delta(2, "fc_1", '{"amount":100}'), added(3, b), delta(4, "fc_2", '{"amount":100}'),
+  e(5, "response.output_item.done", { output_index: 0, item: a }), e(6, "response.output_item.done", { output_index: 0, item: b }), e(7, "response.completed", { response: response("completed", [a, b]) })];
+const bodies = [sse(events), sse([e(0, "response.completed", { response: response("completed", [reply]) })])];
+const fetch = async () => new Response(bodies.shift() ?? bodies.at(-1), { headers: { "content-type": "text/event-stream" } });
+setTracingDisabled(true);
+const client = new OpenAI({ apiKey: "x", baseURL: "http://127.0.0.1:9/v1", maxRetries: 0, fetch });
+const ran = [];
+const execute = (input, _context, details) => (ran.push([details?.toolCall?.callId, input]), "ok");
+const pay = tool({ name: "pay", description: "pay", parameters: { type: "object", properties: {} }, strict: false, execute });
+const agent = new Agent({ name: "a", model: new OpenAIResponsesModel(client, "m"), tools: [pay] });
+const result = await run(agent, "go", { stream: true, maxTurns: 3 });
+for await (const _event of result);
+console.log(`the tool ran: ${JSON.stringify(ran)}`);
+process.exit(ran.some(([id]) => id === "call_b") ? 1 : 0);
