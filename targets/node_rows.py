@@ -4,7 +4,7 @@ provider over HTTP. The programs are ``adapters/node/rows/*.ts``, compiled by
 ``npm run build``; the packages are pinned in ``adapters/node/package-lock.json``.
 
 Each row is judged where its library acts: a library that runs tools itself (the AI SDK's
-``streamText`` with executing tools, an ``@openai/agents`` run) is judged on what reached
+``streamText`` with executing tools, over Chat Completions and over Anthropic Messages, an ``@openai/agents`` run) is judged on what reached
 the tool body, which calls callsafe's executor; a stream helper that only presents calls
 (``chat.completions.stream``, ``responses.stream``, ``MessageStream``, LangChain's
 concatenated chunks) is judged on the moment it presents a call as finished, where the
@@ -21,20 +21,23 @@ from callsafe.targets.programs import ProgramRow
 __all__ = ["NODE_ROWS"]
 
 
-def _row(package: str, protocol: str, surface: str, program: str, needs: tuple[str, ...] = ()) -> ProgramRow:
+def _row(
+    package: str, protocol: str, surface: str, program: str, needs: tuple[str, ...] = (), *args: str
+) -> ProgramRow:
     return ProgramRow(
         name=f"node/{package}:{protocol}:{surface}",
         library=package,
         ecosystem="node",
         protocol=protocol,
         surface=surface,
-        argv=("node", f"{{node_dir}}/dist/rows/{program}.js"),
+        argv=("node", f"{{node_dir}}/dist/rows/{program}.js", *args),
         needs=needs,
     )
 
 
 NODE_ROWS: Final[tuple[ProgramRow, ...]] = (
     _row("ai", "openai-chat", "streamText", "ai-stream-text", ("@ai-sdk/openai",)),
+    _row("ai", "anthropic-messages", "streamText", "ai-stream-text", ("@ai-sdk/anthropic",), "anthropic"),
     _row("openai", "openai-chat", "chat.completions.stream", "openai-chat-stream"),
     _row("openai", "openai-responses", "responses.stream", "openai-responses-stream"),
     _row("@anthropic-ai/sdk", "anthropic-messages", "MessageStream", "anthropic-message-stream"),
