@@ -16,6 +16,13 @@ what reached the executor is observed at the boundary, as for an in-process targ
 Every message callsafe sends carries an ``id``; the program answers each with ``done`` and
 that ``id`` once it has handled it (``error`` in ``done`` says the program's code raised),
 after any ``execute``, ``validate`` and observation messages it sent while handling it.
+
+Over HTTP callsafe cannot see when the program's SDK has handled a payload it wrote. A
+program that says ``"acks": true`` in ``init_ok`` tells it: ``read`` {events: N} once it has
+handled the first N events of the current stream (after whatever it ran for them), and
+callsafe waits for that before it moves to the next step, so that what the program did for a
+payload is recorded at that payload's step however slow the machine is; without acks it
+waits for a quiet window (``CALLSAFE_EXEC_SETTLE``).
 Validation nests: while the program waits for a ``validation`` answer, callsafe may send it
 the events that arrive "during validation" (each answered with its own ``done``) or a
 ``restart`` (the process crashed inside the validator: the program unwinds and restarts).
@@ -59,7 +66,7 @@ FROM_HARNESS: Final = (
     "validation",
     "shutdown",
 )
-FROM_TARGET: Final = ("init_ok", "execute", "validate", "observe", "log", "done")
+FROM_TARGET: Final = ("init_ok", "execute", "validate", "observe", "log", "read", "done")
 
 
 class ProtocolError(ValueError):
@@ -116,7 +123,7 @@ _TARGET_MESSAGES: Final = {
             "reads": _STR,
             "capabilities": {"type": "array", "items": _STR},
         },
-        {"process_per_trace": {"type": "boolean"}, "wire": {"enum": ["stdio", "http"]}},
+        {"process_per_trace": {"type": "boolean"}, "wire": {"enum": ["stdio", "http"]}, "acks": {"type": "boolean"}},
     ),
     "execute": _message(
         "execute",
@@ -129,6 +136,7 @@ _TARGET_MESSAGES: Final = {
         {"observation": {"type": "object", "minProperties": 1, "maxProperties": 1}},
     ),
     "log": _message("log", {"text": _STR}),
+    "read": _message("read", {"events": {"type": "integer", "minimum": 0}}),
     "done": _message("done", {"id": _ID}, {"error": {"type": ["string", "null"]}}),
 }
 

@@ -20,7 +20,9 @@ Timeouts (seconds, from the environment so that ``--workers`` processes see them
 ``CALLSAFE_EXEC_MESSAGE_TIMEOUT`` (default 10) for each answer, and
 ``CALLSAFE_EXEC_TRACE_TIMEOUT`` (default 60) for a whole trace; a program gets
 ``CALLSAFE_EXEC_START_TIMEOUT`` (default 30) to start and answer ``init``; over HTTP, each
-payload is followed by a quiet window of ``CALLSAFE_EXEC_SETTLE`` (default 0.01).
+payload is followed by a quiet window of ``CALLSAFE_EXEC_SETTLE`` (default 0.01), and, for a
+program that acknowledges what its SDK has read (``"acks": true``), first by a wait of up to
+``CALLSAFE_EXEC_READ_TIMEOUT`` (default 2) for its ``read`` of that payload.
 
 Wire mode: a program that reads a provider's protocol (``reads`` in ``init_ok``) gets each
 payload as a ``wire`` message, or, with ``"wire": "http"``, reads the stream with its own SDK
@@ -40,7 +42,7 @@ import shlex
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
@@ -113,6 +115,7 @@ class Handshake:
     version: int
     process_per_trace: bool = False
     wire: str = "stdio"
+    acks: bool = False  # over HTTP: it says (``read``) when its SDK has handled each event
     error: str | None = None  # the handshake failed: why (the target is then reported on every trace)
 
 
@@ -294,6 +297,9 @@ def _handshake(message: Mapping[str, Any]) -> Handshake:
     wire = message.get("wire", "stdio")
     if wire not in ("stdio", "http"):
         raise ProtocolError(f"'wire' must be 'stdio' or 'http', got {wire!r}")
+    acks = message.get("acks", False)
+    if not isinstance(acks, bool):
+        raise ProtocolError(f"'acks' must be true or false, got {acks!r}")
     return Handshake(
         name,
         reads,
@@ -301,6 +307,7 @@ def _handshake(message: Mapping[str, Any]) -> Handshake:
         int(message["version"]),
         bool(message.get("process_per_trace", False)),
         str(wire),
+        acks,
     )
 
 
@@ -370,6 +377,7 @@ class _Trace:
     stream: Any = None  # the open loopback stream (wire mode over HTTP)
     stream_id: int | None = None
     finished_streams: set[int] = field(default_factory=set)
+    read_events: int = 0  # what the program acknowledged of the open stream (``read``)
 
 
 class ExecTarget:
@@ -393,6 +401,7 @@ class ExecTarget:
         self.message_timeout = _seconds("CALLSAFE_EXEC_MESSAGE_TIMEOUT", 10.0)
         self.trace_timeout = _seconds("CALLSAFE_EXEC_TRACE_TIMEOUT", 60.0)
         self.settle = _seconds("CALLSAFE_EXEC_SETTLE", 0.01)
+        self.read_timeout = _seconds("CALLSAFE_EXEC_READ_TIMEOUT", 2.0)
 
     @property
     def run_mode(self) -> str:
@@ -517,9 +526,16 @@ class ExecTarget:
             raise self._fail(trace, f"the program closed its stdin before {what!r}") from None
         self._await(trace, mid, what)
 
-    def _await(self, trace: _Trace, mid: int | None, what: str, settle: float | None = None) -> None:
+    def _await(
+        self,
+        trace: _Trace,
+        mid: int | None,
+        what: str,
+        settle: float | None = None,
+        until: Callable[[], bool] | None = None,
+    ) -> None:
         """Handle the program's messages until it answers ``mid`` (or, with ``settle``,
-        until it has been quiet that long)."""
+        until it has been quiet that long, or ``until()`` holds after a message)."""
         while True:
             now = time.monotonic()
             if now >= trace.deadline:
@@ -549,6 +565,8 @@ class ExecTarget:
                 raise self._fail(trace, f"protocol: {exc}") from None
             if trace.failed:
                 return  # a nested delivery lost the process; the rest of the trace is not delivered
+            if until is not None and until():
+                return
 
     def _handle(self, trace: _Trace, message: dict[str, Any], mid: int | None) -> bool:
         """One message from the program; True when it is the answer awaited."""
@@ -589,6 +607,11 @@ class ExecTarget:
             env.observe(_observation(message["observation"], env.step()))
         elif kind == "log":
             env.observe(LogLine(env.step(), _text(message, "text")))
+        elif kind == "read":
+            events = message["events"]
+            if not isinstance(events, int) or isinstance(events, bool) or events < 0:
+                raise ProtocolError(f"'read' needs 'events' as a count, got {events!r}")
+            trace.read_events = max(trace.read_events, events)
         else:
             raise ProtocolError(f"the program sent {kind!r} outside the handshake")
         return False
@@ -612,8 +635,28 @@ class ExecTarget:
                 )
             except OSError:
                 raise self._fail(trace, "the program closed its stdin before 'stream'") from None
+            trace.read_events = 0
         trace.stream.push(payload)
+        if self.handshake.acks:
+            self._await_read(trace, trace.stream.count)
         self._await(trace, None, "stream", settle=self.settle)
+
+    def _await_read(self, trace: _Trace, events: int) -> None:
+        """Wait (up to ``CALLSAFE_EXEC_READ_TIMEOUT``) until the program says its SDK has
+        handled the first ``events`` events of this stream, or its stream handler ended: what
+        it sent for them is then recorded at this step, however slow the machine. A program
+        that stopped reading (it aborted the request) costs the wait once per payload."""
+        sid = trace.stream_id
+        limit = time.monotonic() + self.read_timeout
+
+        def read() -> bool:
+            return trace.read_events >= events or sid in trace.finished_streams
+
+        while not read() and not trace.failed:
+            left = limit - time.monotonic()
+            if left <= 0:
+                return
+            self._await(trace, None, "stream", settle=left, until=read)
 
     def _finish_stream(self, trace: _Trace) -> None:
         """Wait until the program's stream handler has returned (its ``done``)."""

@@ -3,22 +3,21 @@
 invariants they violate, and its standalone script; :data:`callsafe.targets.findings.FINDINGS`
 lists them after the Python libraries'.
 
-The witnesses are the traces the matrix itself found: wire-shaped traces and wire
-adversities (:mod:`callsafe.certify.wire_traces`, :mod:`callsafe.providers.adversities`),
-named as the generators name them, plus two small traces built here. Each script is
-``adapters/node/repro/*.mjs``: plain JavaScript that runs under Node with the pinned
-package alone (a local ``node:http`` server sends the stream; no callsafe), under 30 lines,
-and exits 1 while the problem shows (``tests/test_node_rows.py`` runs every one).
+The witnesses are the traces the matrix itself found, built here in the shapes of the
+wire-shaped traces (``callsafe.certify.wire_traces``, a floor above this one) and their wire
+adversities (:func:`callsafe.providers.adversities.wire_trace`, under the generator's
+labels). Each script is ``adapters/node/repro/*.mjs``: plain JavaScript that runs under
+Node with the pinned package alone (a local ``node:http`` server or the SDK's ``fetch``
+option sends the stream; no callsafe), under 30 lines, and exits 1 while the problem shows
+(``tests/test_node_rows.py`` runs every one).
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Final
 
-from callsafe.certify.wire_traces import wire_traces
 from callsafe.model.builder import TraceBuilder
-from callsafe.model.vocabulary import ToolSpec, Trace
+from callsafe.model.vocabulary import StopReason, ToolSpec, Trace
 from callsafe.providers.adversities import wire_trace
 from callsafe.targets.finding_record import Finding
 
@@ -35,28 +34,43 @@ AN = "node/@anthropic-ai/sdk:anthropic-messages:MessageStream"
 LC = "node/@langchain/core:openai-chat:ChatOpenAI.stream"
 AG = "node/@openai/agents:openai-responses:run-streamed"
 
-ONE = "wire: 1 call (whole); completed at the end"
-TWO = "wire: 2 calls (whole + whole) on items 0 and 1, in sequence; completed at the end"
+PAY: Final = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}
+WHOLE: Final = ('{"amount":1', "00}")
+TRUNCATED: Final = ('{"amount":10',)
 
 
-@functools.cache
-def _wire(name: str) -> Trace:
-    """The wire-shaped trace of that name (the ``wire`` generator's)."""
-    for trace in wire_traces():
-        if trace.name == name:
-            return trace
-    raise KeyError(f"no wire trace named {name!r}")
+def _b() -> TraceBuilder:
+    return TraceBuilder(tools={"pay": ToolSpec(schema=PAY)}).turn("t1", response="r1")
 
 
-def _adversity(protocol: str, operator: str, label: str, base: str = ONE) -> Trace:
-    """A wire adversity's variant of a wire trace, as the ``wire-adversities`` generator makes it."""
-    return wire_trace(_wire(base), protocol, operator, label)
+def _one(texts: tuple[str, ...], stop: StopReason = "completed", end: StopReason | None = "completed") -> Trace:
+    """The wire-shaped trace of one call on item 0 (``callsafe.certify.wire_traces``' shape):
+    ``texts``, its terminal with ``stop``, then the response's end (None: it never ends)."""
+    b = _b().open("call_a", "pay", item="0").fragments("call_a", *texts).terminal("call_a", stop)
+    if end is not None:
+        b.response_end(end)
+    return b.build()
+
+
+def _two(shared: bool = False) -> Trace:
+    """Two whole calls in sequence, on items 0 and 1 (or both on 0), completed at the end."""
+    b = _b().open("call_a", "pay", item="0").fragments("call_a", *WHOLE)
+    b.open("call_b", "pay", item="0" if shared else "1").fragments("call_b", *WHOLE)
+    return b.terminal("call_a").terminal("call_b").response_end().build()
+
+
+ONE: Final = _one(WHOLE)
+
+
+def _adversity(protocol: str, operator: str, label: str, base: Trace = ONE) -> Trace:
+    """A wire adversity's variant of a wire-shaped trace, as the ``wire-adversities``
+    generator makes it (:func:`callsafe.providers.adversities.wire_trace`)."""
+    return wire_trace(base, protocol, operator, label)
 
 
 def _merged_into_first() -> Trace:
     """Two calls on index 0: the first sends no arguments, the second opens and completes."""
-    b = TraceBuilder(tools={"pay": ToolSpec()}).turn("t1", response="r1")
-    b.open("call_a", "pay", item="0").open("call_b", "pay", item="0").fragments("call_b", '{"amount":1', "00}")
+    b = _b().open("call_a", "pay", item="0").open("call_b", "pay", item="0").fragments("call_b", '{"amount":1', "00}")
     return b.terminal("call_a").terminal("call_b").response_end().build()
 
 
@@ -76,7 +90,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "a tool call that sent no arguments at all (an empty string, not JSON) runs with {}: the SDK's tool-call "
         "parsing turns empty input into an empty object",
         _script("ai-empty-arguments-run.mjs"),
-        (_wire("wire: 1 call (empty); completed at the end"),),
+        (_one(()),),
         {AI: _s(T)},
     ),
     Finding(
@@ -119,7 +133,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "ChatCompletionStream emits tool_calls.function.arguments.done on any finish_reason, length included: "
         "the call a length stop cut off is presented as finished (it also emits it when a new index starts)",
         _script("openai-chat-done-on-length.mjs"),
-        (_wire("wire: 1 call (whole); stopped: length"),),
+        (_one(WHOLE, "length", "length"),),
         {OC: _s(T, C)},
     ),
     Finding(
@@ -128,7 +142,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "two calls that share a tool index are accumulated as one (the second id replaces the first, the "
         "arguments are concatenated): the first call is never presented",
         _script("openai-chat-index-collision.mjs"),
-        (_wire("wire: 2 calls (whole + whole) sharing item 0, in sequence; completed at the end"),),
+        (_two(shared=True),),
         {OC: _s(L)},
     ),
     Finding(
@@ -137,11 +151,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "arguments that arrive before the chunk with the call's id and name (a stream that breaks the protocol) "
         "are accumulated all the same, and the call is presented as finished",
         _script("openai-chat-arguments-before-id.mjs"),
-        (
-            _adversity(
-                CHAT, "arguments-before-id", "a call's first arguments before the chunk with its id and name"
-            ),
-        ),
+        (_adversity(CHAT, "arguments-before-id", "a call's first arguments before the chunk with its id and name"),),
         {OC: _s(X)},
     ),
     # -- openai (node), responses.stream -------------------------------------------------------
@@ -149,16 +159,16 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "OA-NODE-RESP-DONE-BEFORE-ITEM-DONE",
         "openai",
         "response.function_call_arguments.done comes before response.output_item.done, the event that carries "
-        "the item's status: acting on it runs the tool before the call has ended (here the response never ends)",
+        "the item's status: acting on it runs the tool before the call has ended, a whole call included (the "
+        "witness: the response never ends)",
         _script("openai-responses-done-before-item-done.mjs"),
-        (_wire("wire: 1 call (whole); completed early, the response never ends"),),
+        (_one(WHOLE, end=None),),
         {OR: _s(T)},
     ),
     Finding(
         "OA-NODE-RESP-REPLAYED-DONE",
         "openai",
-        "a replayed response.function_call_arguments.done (same sequence_number) is emitted again: the call "
-        "runs twice",
+        "a replayed response.function_call_arguments.done (same sequence_number) is emitted again: the call runs twice",
         _script("openai-responses-replayed-done.mjs"),
         (
             _adversity(
@@ -210,7 +220,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "off at '{\"amount\":10' are presented at content_block_stop as {} (the cut-off field dropped), a "
         "complete-looking call",
         _script("anthropic-truncated-input-repaired.mjs"),
-        (_wire("wire: 1 call (truncated); completed at the end"),),
+        (_one(TRUNCATED),),
         {AN: _s(T)},
     ),
     Finding(
@@ -221,7 +231,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         _script("anthropic-replayed-block-start.mjs"),
         (
             _adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed"),
-            _adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed", TWO),
+            _adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed", _two()),
         ),
         {AN: _s(T, X, C)},
     ),
@@ -240,7 +250,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "raises at that block's stop: the other, valid tool_use block of the message is lost (the class of "
         "anthropic-sdk-typescript #996, where an invalid escape crashed the stream)",
         _script("anthropic-duplicated-delta.mjs"),
-        (_adversity(ANTH, "duplicated-delta", "delta 2 sent twice", TWO),),
+        (_adversity(ANTH, "duplicated-delta", "delta 2 sent twice", _two()),),
         {AN: _s(L)},
         issue="anthropics/anthropic-sdk-typescript#996",
     ),
@@ -251,7 +261,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "ChatOpenAI turns the deltas of a stream that names no role (delta.role is optional) into generic "
         "ChatMessageChunks, which carry no tool_call_chunks: every tool call is lost",
         _script("langchain-no-role-drops-tool-calls.mjs"),
-        (_wire(ONE),),
+        (ONE,),
         {LC: _s(L)},
         issue="langchain-ai/langchainjs#11157",
     ),
@@ -276,7 +286,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
                 RESP,
                 "duplicated-output-index-or-item-id",
                 "the second item reuses the first item's output_index",
-                TWO,
+                _two(),
             ),
         ),
         {AG: _s(T, X, C)},

@@ -4,12 +4,14 @@ provider over HTTP. The programs are ``adapters/node/rows/*.ts``, compiled by
 ``npm run build``; the packages are pinned in ``adapters/node/package-lock.json``.
 
 Each row is judged where its library acts: a library that runs tools itself (the AI SDK's
-``streamText`` with executing tools, over Chat Completions and over Anthropic Messages, an ``@openai/agents`` run) is judged on what reached
-the tool body, which calls callsafe's executor; a stream helper that only presents calls
-(``chat.completions.stream``, ``responses.stream``, ``MessageStream``, LangChain's
-concatenated chunks) is judged on the moment it presents a call as finished, where the
-program runs it. Every row aborts its request through the library's own ``AbortSignal`` on
-a ``cancel_turn`` or a superseding turn, so each declares ``cancellation``
+``streamText`` with executing tools, over Chat Completions and over Anthropic Messages, and
+an ``@openai/agents`` run) is judged on what reached the tool body, which calls callsafe's
+executor; a stream helper that only presents calls (``chat.completions.stream``,
+``responses.stream``, ``MessageStream``, LangChain's concatenated chunks) is judged on the
+moment it presents a call as finished, where the program runs it. Every row aborts its
+request through the library's own ``AbortSignal`` on a ``cancel_turn`` or a superseding
+turn, so each declares ``cancellation``, and acknowledges what its SDK has read (``acks``),
+so that what it ran for a payload is recorded at that payload's step
 (``adapters/node/rows/common.ts``)."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from callsafe.certify.harness import check_trace
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import ToolSpec, Trace
 from callsafe.targets.findings import FINDINGS
-from callsafe.targets.findings_node import LC, NODE_FINDINGS, NODE_REPRO_DIR, _wire
+from callsafe.targets.findings_node import LC, NODE_FINDINGS, NODE_REPRO_DIR, ONE, OR, WHOLE, _one
 from callsafe.targets.node_rows import NODE_ROWS
 from callsafe.targets.programs import NODE_DIR
 
@@ -73,7 +73,7 @@ def test_each_row_runs_a_whole_call_once_and_stops_on_a_cancel(row: object) -> N
 
     assert isinstance(row, ProgramRow)
     spec = f"library:{row.name}"
-    checked = check_trace(spec, _wire("wire: 1 call (whole); completed at the end"))
+    checked = check_trace(spec, ONE)
     assert not checked.missing and checked.run is not None and not checked.run.errors, checked.run
     executed = [o for o in checked.run.observations if o.kind == "executed"]
     if row.name == LC:
@@ -85,13 +85,34 @@ def test_each_row_runs_a_whole_call_once_and_stops_on_a_cancel(row: object) -> N
             ("acme", "t1", "call_a", "pay", {"amount": 100})
         ]
         assert executed[0].key.response and executed[0].key.item  # from the wire, as the oracle keys it
-        assert not checked.violated, checked.judgement.findings
+        # OA-NODE-RESP-DONE-BEFORE-ITEM-DONE: arguments.done comes one event before the
+        # item's end, so even a whole call runs before its terminal event
+        expected = {"INV-TERMINAL"} if row.name == OR else set()
+        assert checked.violated == expected, checked.judgement.findings
     # a cancel mid-call aborts the request (the library's AbortSignal): nothing runs after it
     cancelled = check_trace(spec, _cancelled_mid_call())
     assert not cancelled.missing, "every row declares cancellation"
     assert cancelled.run is not None and not cancelled.run.errors, cancelled.run
     assert [o for o in cancelled.run.observations if o.kind == "executed"] == []
     assert not cancelled.violated
+
+
+def test_acks_put_what_a_row_ran_at_the_step_of_the_payload_it_ran_it_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over HTTP callsafe used to wait only for a quiet window after each payload: a row whose
+    SDK was slower than that (the first trace of a fresh process, a loaded machine) had its
+    run recorded a step late, and the matrix's counts changed from run to run. With no quiet
+    window at all, the rows' ``read`` acknowledgements alone put the run where it belongs:
+    responses.stream presents the call at function_call_arguments.done, which is delivered
+    at the step before the call's terminal event (so INV-TERMINAL is violated there)."""
+    monkeypatch.setenv("CALLSAFE_EXEC_SETTLE", "0")
+    trace = _one(WHOLE, end=None)
+    steps = set()
+    for _ in range(3):
+        checked = check_trace("library:node/openai:openai-responses:responses.stream", trace)
+        assert checked.run is not None
+        steps |= {o.step for o in checked.run.observations if o.kind == "executed"}
+        assert checked.violated == {"INV-TERMINAL"}
+    assert steps == {3}
 
 
 def test_every_repro_is_a_node_finding_script_and_stands_alone() -> None:

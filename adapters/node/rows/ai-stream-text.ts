@@ -22,6 +22,7 @@ await serveRow({
   name: `ai (node) streamText over @ai-sdk/${anthropic ? "anthropic" : "openai chat"}, tools with execute`,
   reads: anthropic ? "anthropic-messages" : "openai-chat",
   cancellation: true,
+  madeUpIds: true,
   async run(ctx) {
     const tools: ToolSet = {};
     for (const t of ctx.tools) {

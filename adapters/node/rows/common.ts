@@ -83,6 +83,11 @@ export class WireIds {
     }
   }
 
+  /** Did this call id come in on the wire? */
+  has(call: string): boolean {
+    return this.byCall.has(call);
+  }
+
   /** The call's key: what the library presents first, the wire for the rest. */
   key(turn: Turn, call: string, presented: { response?: string | null; item?: string | null } = {}): CallKey {
     const seen = this.byCall.get(call);
@@ -243,6 +248,7 @@ async function warmUp(options: RowOptions): Promise<void> {
     validate: async () => null,
     observe: quiet,
     log: quiet,
+    read: quiet,
     tools: { warm: { schema: { type: "object" } } },
     limits: {},
     step: () => -1,
@@ -267,8 +273,11 @@ async function warmUp(options: RowOptions): Promise<void> {
 }
 
 /** A `fetch` for the SDK: the first request goes to callsafe and its body is read by
- * `ids` on the way through; later requests get `followUp` (when given) without a network. */
-export function rowFetch(ids: WireIds, followUp: Uint8Array | null): typeof fetch {
+ * `ids` on the way through; later requests get `followUp` (when given) without a network.
+ * `read(n)` is told, once the SDK has had the time to handle them, how many events of the
+ * body have reached it: the chunk goes to the SDK, whose handling of it (parsing, events,
+ * a tool run) is promise work, all done before a `setImmediate` callback runs. */
+export function rowFetch(ids: WireIds, followUp: Uint8Array | null, read: (events: number) => void = () => undefined): typeof fetch {
   let requests = 0;
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     requests += 1;
@@ -278,8 +287,10 @@ export function rowFetch(ids: WireIds, followUp: Uint8Array | null): typeof fetc
     const response = await fetch(input, init);
     if (response.body === null) return response;
     const decoder = new TextDecoder();
+    let events = 0;
     const parser = createParser({
       onEvent: (event) => {
+        events += 1;
         if (event.data === "[DONE]") return;
         try {
           ids.feed(JSON.parse(event.data));
@@ -293,6 +304,8 @@ export function rowFetch(ids: WireIds, followUp: Uint8Array | null): typeof fetc
         transform(chunk, controller) {
           parser.feed(decoder.decode(chunk, { stream: true }));
           controller.enqueue(chunk);
+          const seen = events;
+          setImmediate(() => read(seen));
         },
       }),
     );
@@ -343,6 +356,10 @@ export interface RowOptions {
   cancellation: boolean;
   /** Agent loops make a second request after their tools ran: answer it locally. */
   followUp?: boolean;
+  /** The library makes up a random id for a call whose id it did not get: record such an
+   * id as `made-up-id-N` (N: its order in the stream), so that a run is a function of the
+   * trace (the key is one the stream never carried either way). */
+  madeUpIds?: boolean;
   run(ctx: RunContext): Promise<void>;
 }
 
@@ -408,18 +425,25 @@ class Row implements Target {
       schema: isObject(spec) && isObject(spec["schema"]) ? spec["schema"] : { type: "object" },
     }));
     const known = new Set(tools.map((t) => t.name));
+    const madeUp = new Map<string, string>();
+    const callId = (call: string): string => {
+      if (!this.options.madeUpIds || ids.has(call)) return call;
+      const name = madeUp.get(call) ?? `made-up-id-${madeUp.size + 1}`;
+      madeUp.set(call, name);
+      return name;
+    };
     const ctx: RunContext = {
       env,
       baseUrl,
       signal,
       ids,
-      fetch: rowFetch(ids, this.options.followUp ? followUpReply(this.options.reads) : null),
+      fetch: rowFetch(ids, this.options.followUp ? followUpReply(this.options.reads) : null, (n) => env.read(n)),
       tools,
       turn,
       executed: (call, tool, args, presented = {}) => {
         const bound = this.turn;
         if (bound === null) return env.log(`the library ran ${tool} (${call}) with no turn in force`);
-        env.execute(ids.key(bound, call, presented), bound.actor, tool, args, bound.traceparent);
+        env.execute(ids.key(bound, callId(call), presented), bound.actor, tool, args, bound.traceparent);
       },
       offer: (call, tool, args, presented = {}) => {
         const bound = this.turn;
@@ -471,6 +495,7 @@ export async function serveRow(options: RowOptions): Promise<void> {
     reads: options.reads,
     wire: "http",
     capabilities: options.cancellation ? ["cancellation"] : [],
+    acks: true,
     create: () => new Row(options),
   });
 }

@@ -116,6 +116,8 @@ export interface InitOkMessage {
   capabilities: string[];
   process_per_trace?: boolean;
   wire?: WireMode;
+  /** Over HTTP: the program sends `read` once its SDK has handled each event. */
+  acks?: boolean;
 }
 export interface ExecuteMessage {
   type: "execute";
@@ -141,12 +143,24 @@ export interface LogMessage {
   type: "log";
   text: string;
 }
+/** Over HTTP, with `acks`: the SDK has handled the first `events` events of the current stream. */
+export interface ReadMessage {
+  type: "read";
+  events: number;
+}
 export interface DoneMessage {
   type: "done";
   id: number;
   error?: string | null;
 }
-export type TargetMessage = InitOkMessage | ExecuteMessage | ValidateMessage | ObserveMessage | LogMessage | DoneMessage;
+export type TargetMessage =
+  | InitOkMessage
+  | ExecuteMessage
+  | ValidateMessage
+  | ObserveMessage
+  | LogMessage
+  | ReadMessage
+  | DoneMessage;
 
 // -- the program's side ----------------------------------------------------------------
 
@@ -157,6 +171,9 @@ export interface Env {
   validate(key: CallKey, tool: string, args: JsonObject): Promise<string | null>;
   observe(observation: JsonObject): void;
   log(text: string): void;
+  /** With `acks` (wire mode over HTTP): the SDK has handled the first `events` events of the
+   * current stream, and everything the program did for them has been sent. */
+  read(events: number): void;
   /** The tool catalog of the trace (name -> JSON Schema), updated on a catalog change. */
   readonly tools: JsonObject;
   limits: JsonObject;
@@ -191,6 +208,9 @@ export interface ServeOptions {
   capabilities?: string[];
   wire?: WireMode;
   processPerTrace?: boolean;
+  /** Over HTTP: the program calls `env.read(n)` as its SDK handles each event (callsafe then
+   * records what it did for a payload at that payload's step, however slow the machine). */
+  acks?: boolean;
   create: () => Target;
 }
 
@@ -242,6 +262,7 @@ export function serve({
   capabilities = [],
   wire = "stdio",
   processPerTrace = false,
+  acks = false,
   create,
 }: ServeOptions): void {
   let target: Target | null = null;
@@ -266,6 +287,9 @@ export function serve({
     },
     log(text) {
       send({ type: "log", text });
+    },
+    read(events) {
+      if (acks) send({ type: "read", events });
     },
     get tools() {
       return tools;
@@ -297,6 +321,7 @@ export function serve({
             capabilities,
             wire,
             process_per_trace: processPerTrace,
+            acks,
           });
           return;
         case "start": {
