@@ -28,6 +28,7 @@ T, X, C, L, ONCE = "INV-TERMINAL", "INV-EXACT-ARGS", "INV-CANCEL", "LIVE-DISPATC
 CHAT, RESP, ANTH = "openai-chat", "openai-responses", "anthropic-messages"
 
 AI = "node/ai:openai-chat:streamText"
+AA = "node/ai:anthropic-messages:streamText"
 OC = "node/openai:openai-chat:chat.completions.stream"
 OR = "node/openai:openai-responses:responses.stream"
 AN = "node/@anthropic-ai/sdk:anthropic-messages:MessageStream"
@@ -88,10 +89,11 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "AISDK-EMPTY-ARGUMENTS-RUN",
         "ai",
         "a tool call that sent no arguments at all (an empty string, not JSON) runs with {}: the SDK's tool-call "
-        "parsing turns empty input into an empty object",
+        "parsing turns empty input into an empty object (over Anthropic too: a tool_use block with no "
+        "input_json_delta)",
         _script("ai-empty-arguments-run.mjs"),
         (_one(()),),
-        {AI: _s(T)},
+        {AI: _s(T), AA: _s(T)},
     ),
     Finding(
         "AISDK-LATE-ID-MADE-UP",
@@ -125,6 +127,18 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         _script("ai-shared-index-merges-calls.mjs"),
         (_merged_into_first(),),
         {AI: _s(T, L)},
+    ),
+    Finding(
+        "AISDK-ANTH-REPLAYED-START",
+        "ai",
+        "over @ai-sdk/anthropic, a replayed message_start or content_block_start (a stream that breaks the "
+        "protocol) is accepted without a word, and the tool runs",
+        _script("ai-anthropic-replayed-start-runs.mjs"),
+        (
+            _adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed"),
+            _adversity(ANTH, "replayed-block-or-message-start", "message_start replayed"),
+        ),
+        {AA: _s(T, X, C)},
     ),
     # -- openai (node), chat.completions.stream ----------------------------------------------
     Finding(
