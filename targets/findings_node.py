@@ -61,6 +61,7 @@ def _two(shared: bool = False) -> Trace:
 
 
 ONE: Final = _one(WHOLE)
+DISAGREES: Final = "response.function_call_arguments.done carries other arguments than the deltas"
 
 
 def _adversity(protocol: str, operator: str, label: str, base: Trace = ONE) -> Trace:
@@ -129,16 +130,13 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         {AI: _s(T, L)},
     ),
     Finding(
-        "AISDK-ANTH-REPLAYED-START",
+        "AISDK-ANTH-START-AFTER-DELTAS",
         "ai",
-        "over @ai-sdk/anthropic, a replayed message_start or content_block_start (a stream that breaks the "
-        "protocol) is accepted without a word, and the tool runs",
-        _script("ai-anthropic-replayed-start-runs.mjs"),
-        (
-            _adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed"),
-            _adversity(ANTH, "replayed-block-or-message-start", "message_start replayed"),
-        ),
-        {AA: _s(T, X, C)},
+        "over @ai-sdk/anthropic, a content_block_start replayed after the block's input_json_delta events resets "
+        "the block's input: the tool runs with {} instead of the streamed arguments",
+        _script("ai-anthropic-start-after-deltas-resets-input.mjs"),
+        (_adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed after the block's deltas"),),
+        {AA: _s(X)},
     ),
     # -- openai (node), chat.completions.stream ----------------------------------------------
     Finding(
@@ -158,15 +156,6 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         _script("openai-chat-index-collision.mjs"),
         (_two(shared=True),),
         {OC: _s(L)},
-    ),
-    Finding(
-        "OA-NODE-CHAT-ARGUMENTS-BEFORE-ID",
-        "openai",
-        "arguments that arrive before the chunk with the call's id and name (a stream that breaks the protocol) "
-        "are accumulated all the same, and the call is presented as finished",
-        _script("openai-chat-arguments-before-id.mjs"),
-        (_adversity(CHAT, "arguments-before-id", "a call's first arguments before the chunk with its id and name"),),
-        {OC: _s(X)},
     ),
     # -- openai (node), responses.stream -------------------------------------------------------
     Finding(
@@ -194,24 +183,6 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         {OR: _s(T, ONCE)},
     ),
     Finding(
-        "OA-NODE-RESP-REPLAYED-CREATED",
-        "openai",
-        "a replayed response.created (same sequence_number) is accepted, and the stream goes on presenting the "
-        "call that follows as finished",
-        _script("openai-responses-replayed-created.mjs"),
-        (_adversity(RESP, "replayed-responses-events", "response.created replayed (same sequence_number)"),),
-        {OR: _s(X)},
-    ),
-    Finding(
-        "OA-NODE-RESP-DUPLICATED-DELTA",
-        "openai",
-        "a duplicated function_call_arguments.delta goes unnoticed: the deltas no longer add up to the arguments "
-        "of arguments.done, and the call is presented as finished all the same",
-        _script("openai-responses-duplicated-delta.mjs"),
-        (_adversity(RESP, "duplicated-delta", "delta 2 sent twice"),),
-        {OR: _s(T, C)},
-    ),
-    Finding(
         "OA-NODE-RESP-ARGUMENTS-ONLY-IN-ITEM-DONE",
         "openai",
         "a call whose arguments come only in response.output_item.done (no deltas, no arguments.done; pi #917, "
@@ -225,6 +196,16 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
             ),
         ),
         {OR: _s(L)},
+    ),
+    Finding(
+        "OA-NODE-RESP-DONE-DISAGREES",
+        "openai",
+        "response.function_call_arguments.done that carries other arguments than the deltas added up to is "
+        "emitted as it came: the stream never compares them, and the call is presented with the done event's "
+        "arguments",
+        _script("openai-responses-done-disagrees-with-deltas.mjs"),
+        (_adversity(RESP, "done-disagrees-with-deltas", DISAGREES),),
+        {OR: _s(T, C)},
     ),
     # -- @anthropic-ai/sdk, MessageStream ------------------------------------------------------
     Finding(
@@ -240,14 +221,12 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
     Finding(
         "AN-NODE-REPLAYED-BLOCK-START",
         "@anthropic-ai/sdk",
-        "a replayed content_block_start is accepted: the block is opened again and presented as finished at its "
-        "stop, though the stream broke the protocol there",
+        "MessageStream's snapshot pushes every content_block_start as a new block, whatever its index: a "
+        "replayed start shifts the later blocks, so the stop of block 1 presents block 0's call again (under the "
+        "wrong item) and the call of block 1 is never presented",
         _script("anthropic-replayed-block-start.mjs"),
-        (
-            _adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed"),
-            _adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed", _two()),
-        ),
-        {AN: _s(T, X, C)},
+        (_adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed", _two()),),
+        {AN: _s(X, L)},
     ),
     Finding(
         "AN-NODE-REPLAYED-BLOCK-STOP",
@@ -281,28 +260,22 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
     ),
     # -- @openai/agents, run(agent, { stream: true }) ------------------------------------------
     Finding(
-        "AGENTS-JS-DUPLICATED-DELTA",
+        "AGENTS-JS-DONE-DISAGREES",
         "@openai/agents",
-        "the run executes a call whose argument deltas were duplicated (they no longer add up to the item's "
-        "arguments): the Agents SDK takes the final item's arguments and never checks the stream",
-        _script("openai-agents-duplicated-delta.mjs"),
-        (_adversity(RESP, "duplicated-delta", "delta 2 sent twice"),),
+        "the run executes a function_call whose arguments.done disagrees with its deltas: the Agents SDK takes the "
+        "final item's arguments and never checks them against the stream",
+        _script("openai-agents-done-disagrees-with-deltas.mjs"),
+        (_adversity(RESP, "done-disagrees-with-deltas", DISAGREES),),
         {AG: _s(T, C)},
     ),
     Finding(
-        "AGENTS-JS-REUSED-OUTPUT-INDEX",
+        "AGENTS-JS-LONE-SURROGATE",
         "@openai/agents",
-        "a second item that reuses the first item's output_index (a stream that breaks the protocol) is run "
-        "as a call of its own",
-        _script("openai-agents-reused-output-index.mjs"),
-        (
-            _adversity(
-                RESP,
-                "duplicated-output-index-or-item-id",
-                "the second item reuses the first item's output_index",
-                _two(),
-            ),
-        ),
-        {AG: _s(T, X, C)},
+        "arguments that hold a lone surrogate escape (\\ud800 without its low half: not a Unicode string, so "
+        "not valid arguments) are parsed by JSON.parse, which lets it through, and the tool runs with the broken "
+        "string",
+        _script("openai-agents-lone-surrogate-runs.mjs"),
+        (_adversity(RESP, "escapes-in-deltas", "a lone high surrogate \\ud800 split across deltas"),),
+        {AG: _s(T)},
     ),
 )

@@ -1,6 +1,6 @@
-// @openai/agents run(agent, { stream: true }): the run executes a call whose argument deltas
-// were duplicated (they add up to '{"amount":1{"amount":100}', not to the item's final
-// arguments): the SDK takes the final item and never checks the stream. Exits 1 if it runs.
+// @openai/agents run(agent, { stream: true }): arguments holding a lone high surrogate
+// escape ("\\ud800", no low half: not a Unicode string) are parsed by JSON.parse and the tool
+// runs with the broken string. Exits 1 while it runs.
 import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from "@openai/agents";
 import OpenAI from "openai";
 
@@ -10,9 +10,10 @@ const response = (status, output) => ({ id: "resp_1", object: "response", status
 const delta = (n, id, d) => e(n, "response.function_call_arguments.delta", { item_id: id, output_index: 0, delta: d });
 const reply = { id: "msg_1", type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "ok", annotations: [] }] };
 const sse = (events) => events.map((x) => `event: ${x.type}\ndata: ${JSON.stringify(x)}\n\n`).join("");
-const done = fc("fc_1", "call_a", "completed", '{"amount":100}');
-const events = [e(0, "response.created", { response: response("in_progress", []) }), e(1, "response.output_item.added", { output_index: 0, item: fc("fc_1", "call_a", "in_progress") }),
-  delta(2, "fc_1", '{"amount":1'), delta(3, "fc_1", '{"amount":1'), delta(4, "fc_1", "00}"), e(5, "response.output_item.done", { output_index: 0, item: done }), e(6, "response.completed", { response: response("completed", [done]) })];
+const args = '{"amount":100,"memo":"\\ud800"}';
+const done = fc("fc_1", "call_a", "completed", args);
+const events = [e(0, "response.created", { response: response("in_progress", []) }), e(1, "response.output_item.added", { output_index: 0, item: fc("fc_1", "call_a", "in_progress") }), delta(2, "fc_1", args.slice(0, 24)), delta(3, "fc_1", args.slice(24)),
+  e(4, "response.function_call_arguments.done", { item_id: "fc_1", output_index: 0, arguments: args }), e(5, "response.output_item.done", { output_index: 0, item: done }), e(6, "response.completed", { response: response("completed", [done]) })];
 const bodies = [sse(events), sse([e(0, "response.completed", { response: response("completed", [reply]) })])];
 const fetch = async () => new Response(bodies.shift() ?? bodies.at(-1), { headers: { "content-type": "text/event-stream" } });
 setTracingDisabled(true);
