@@ -268,14 +268,4 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         (_adversity(RESP, "done-disagrees-with-deltas", DISAGREES),),
         {AG: _s(T, C)},
     ),
-    Finding(
-        "AGENTS-JS-LONE-SURROGATE",
-        "@openai/agents",
-        "arguments that hold a lone surrogate escape (\\ud800 without its low half: not a Unicode string, so "
-        "not valid arguments) are parsed by JSON.parse, which lets it through, and the tool runs with the broken "
-        "string",
-        _script("openai-agents-lone-surrogate-runs.mjs"),
-        (_adversity(RESP, "escapes-in-deltas", "a lone high surrogate \\ud800 split across deltas"),),
-        {AG: _s(T)},
-    ),
 )
