@@ -9,6 +9,7 @@ from typing import Final
 
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import ToolSpec, Trace
+from callsafe.providers.adversities import wire_trace
 from callsafe.targets.finding_record import Finding
 
 __all__ = ["FRAMEWORK_FINDINGS"]
@@ -35,6 +36,15 @@ def _length_stop_before_arguments() -> Trace:
     b = TraceBuilder(tools={"pay": ToolSpec(schema=_PAY)}).turn("t1", response="r1")
     b.open("call_a", "pay", item="0").terminal("call_a", "length")
     return b.response_end("length").build()
+
+
+def _no_finish_reason() -> Trace:
+    """One whole ``pay`` call whose Chat Completions body ends without a finish reason (the
+    ``ends-without-closing-events`` wire adversity: no finishing chunk, no ``[DONE]``)."""
+    b = TraceBuilder(tools={"pay": ToolSpec(schema=_PAY)}).turn("t1", response="r1")
+    b.open("call_a", "pay", item="0").fragments("call_a", '{"amount":1', "00}").terminal("call_a")
+    base = b.response_end("completed").build()
+    return wire_trace(base, "openai-chat", "ends-without-closing-events", "the body ends after payload 2 of 4")
 
 
 def _shared_index() -> Trace:
@@ -157,5 +167,24 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         (_continued_after_next_opened(),),
         {"llama-index-core:openai-chat:agent": frozenset({"INV-EXACT-ARGS", "INV-TERMINAL"})},
         issue="run-llama/llama_index#22580",
+    ),
+    Finding(
+        "OAA-NO-FINISH-RUNS",
+        "openai-agents",
+        "openai-agents runs the tool calls of a Chat Completions body that ended without any finish_reason (the "
+        "connection closed after the arguments): the stream handler builds the response from what it accumulated",
+        "openai_agents_no_finish_reason_runs_tool.py",
+        (_no_finish_reason(),),
+        {"openai-agents:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
+    ),
+    Finding(
+        "STRANDS-NO-FINISH-RUNS",
+        "strands-agents",
+        "Strands runs the tool calls of a Chat Completions body that ended without any finish_reason "
+        "(OpenAIModel.stream emits the accumulated calls after the loop whatever ended it, and the stop reason "
+        "defaults to end_turn)",
+        "strands_no_finish_reason_runs_tool.py",
+        (_no_finish_reason(),),
+        {"strands-agents:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
     ),
 )
