@@ -69,3 +69,22 @@ def test_a_text_reply_runs_nothing(row: ProgramRow) -> None:
     _skip_missing(row)
     trace = _builder().text("hello").response_end("completed").build()
     assert _executed(trace, row) == []
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_a_cancel_goes_to_the_frameworks_own_cancel_api(row: ProgramRow) -> None:
+    """The user cancels while the call streams: a framework with a cancel API stops its run and
+    the call never reaches the tool; one without (crewAI) declares no capability, so the
+    trace is not applicable to it, never passed."""
+    _skip_missing(row)
+    b = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1')
+    b.cancel("t1").fragments("call_a", "00}").terminal("call_a")
+    trace = b.response_end("completed").build()
+    checked = check_trace(f"library:{row.name}", trace)
+    if row.library == "crewai":
+        assert checked.missing == ("cancellation",), checked.missing
+        return
+    assert not checked.missing, checked.note
+    assert checked.run is not None and not checked.run.errors, checked.run.errors
+    assert [o for o in checked.run.observations if isinstance(o, Executed)] == []
+    assert not checked.violated

@@ -26,7 +26,9 @@ seen at the cancel's step, deterministically. A framework without such an API de
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import ssl
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -117,11 +119,21 @@ class WireIds:
         return CallKey(turn.tenant, turn.turn, self.response, "", call_id or f"{self.response}#?")
 
 
-def watching_client(ids: WireIds, module: Any = None, sync: bool = False) -> Any:
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every client of the process: building one loads the CA bundle,
+    which took most of a short trace's time (the loopback is plain HTTP; nothing here
+    changes how a certificate would be checked)."""
+    return ssl.create_default_context()
+
+
+def watching_client(ids: WireIds | Callable[[], WireIds], module: Any = None, sync: bool = False) -> Any:
     """An ``AsyncClient`` (``sync``: a ``Client``) of ``module`` (``httpx``, or ``httpx2``,
     which the ``openai`` SDK 3 uses) over its real transport, each response's bytes shown to
-    ``ids`` as they pass (nothing is changed or buffered)."""
+    ``ids`` (or to what ``ids()`` returns at that moment) as they pass (nothing is changed or
+    buffered)."""
     http = module if module is not None else httpx
+    current: Callable[[], WireIds] = ids if callable(ids) else (lambda: ids)
 
     class Watched(http.AsyncByteStream):  # type: ignore[misc, name-defined]
         def __init__(self, inner: Any) -> None:
@@ -129,7 +141,7 @@ def watching_client(ids: WireIds, module: Any = None, sync: bool = False) -> Any
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             async for chunk in self.inner:
-                ids.feed(chunk)
+                current().feed(chunk)
                 yield chunk
 
         async def aclose(self) -> None:
@@ -137,7 +149,7 @@ def watching_client(ids: WireIds, module: Any = None, sync: bool = False) -> Any
 
     class Watching(http.AsyncBaseTransport):  # type: ignore[misc, name-defined]
         def __init__(self) -> None:
-            self.inner = http.AsyncHTTPTransport()
+            self.inner = http.AsyncHTTPTransport(verify=_tls())
 
         async def handle_async_request(self, request: Any) -> Any:
             response = await self.inner.handle_async_request(request)
@@ -153,7 +165,7 @@ def watching_client(ids: WireIds, module: Any = None, sync: bool = False) -> Any
 
         def __iter__(self) -> Iterator[bytes]:
             for chunk in self.inner:
-                ids.feed(chunk)
+                current().feed(chunk)
                 yield chunk
 
         def close(self) -> None:
@@ -161,7 +173,7 @@ def watching_client(ids: WireIds, module: Any = None, sync: bool = False) -> Any
 
     class WatchingSync(http.BaseTransport):  # type: ignore[misc, name-defined]
         def __init__(self) -> None:
-            self.inner = http.HTTPTransport()
+            self.inner = http.HTTPTransport(verify=_tls())
 
         def handle_request(self, request: Any) -> Any:
             response = self.inner.handle_request(request)
@@ -283,7 +295,7 @@ class FrameworkProgram:
     def watching_client(self, module: Any = None, sync: bool = False) -> Any:
         """An HTTP client over the real transport whose responses are watched for the ids
         of this stream (:func:`watching_client`)."""
-        return watching_client(self.ids, module, sync)
+        return watching_client(lambda: self.ids, module, sync)
 
 
 def main(factory: Callable[[], FrameworkProgram]) -> int:
