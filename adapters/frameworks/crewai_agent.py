@@ -62,40 +62,24 @@ class CrewAIProgram(FrameworkProgram):
 
         return CatalogTool(name=name, description=name, args_schema=args)
 
-    def _llm(self, base_url: str) -> Any:
-        """The process's ``LLM`` for the loopback's base URL (one per process: building one
-        builds its SDK clients; its sync client, reused, is watched for the current stream)."""
-        llm = _LLMS.get(base_url)
-        if llm is None:
-            from crewai import LLM
-            from openai import OpenAI
-
-            llm = LLM(model="gpt-4o", api_key="callsafe-loopback", base_url=f"{base_url}/v1", stream=True)
-            http = self.watching_client(sync=True)
-            url = f"{base_url}/v1"
-            llm._client = OpenAI(api_key="callsafe-loopback", base_url=url, max_retries=0, http_client=http)
-            _LLMS[base_url] = llm
-        return llm
-
     async def run(self, base_url: str, env: TargetEnv, turn: TurnStarted) -> None:
-        from crewai import Agent
-        from openai import AsyncOpenAI
+        from crewai import LLM, Agent
+        from openai import AsyncOpenAI, OpenAI
 
         self.runs = 0
-        llm = self._llm(base_url)
-        http = self.watching_client()  # an async client belongs to one event loop: one per stream
-        llm._async_client = AsyncOpenAI(
-            api_key="callsafe-loopback", base_url=f"{base_url}/v1", max_retries=0, http_client=http
-        )
+        url = f"{base_url}/v1"
+        llm: Any = LLM(model="gpt-4o", api_key="callsafe-loopback", base_url=url, stream=True)
+        http = self.watching_client()
+        llm._async_client = AsyncOpenAI(api_key="callsafe-loopback", base_url=url, max_retries=0, http_client=http)
+        sync = self.watching_client(sync=True)
+        llm._client = OpenAI(api_key="callsafe-loopback", base_url=url, max_retries=0, http_client=sync)
         tools = [self._tool(name, dict(spec.schema)) for name, spec in env.tools.items()]
         agent = Agent(role="callsafe", goal="go", backstory="go", llm=llm, tools=tools, max_iter=3, verbose=False)
         try:
             await agent.kickoff_async("go")
         finally:
             await http.aclose()
-
-
-_LLMS: dict[str, Any] = {}
+            sync.close()
 
 
 if __name__ == "__main__":
