@@ -36,7 +36,12 @@ trace per bug:
 * ``caps``: the per-turn and per-call caps met exactly (and missed by one byte) by a call
   sent after a restart, with and without bytes of the same turn before it;
 * ``unknown``: confirmations, denials, terminal events and fragments for calls that were
-  never opened, and for turns never started.
+  never opened, and for turns never started;
+* ``reannounce``: a call id announced again, with its own tool or another, while it
+  collects and after it ended (the tool name an equal string from another event, as a
+  parser gives);
+* ``catalog``: a tool's declaration replaced by an equal one or a changed one while a
+  call collects or awaits confirmation, and renamed away and back.
 
 Expected verdicts are never set here: the oracle judges every trace, as it does for the
 walks. The family is in every trace's name (``edges/long: ...``). Deterministic: no random
@@ -52,7 +57,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from callsafe.model.builder import TraceBuilder
-from callsafe.model.vocabulary import Limits, ToolSpec, Trace
+from callsafe.model.vocabulary import CallOpened, Limits, ToolSpec, Trace
 
 __all__ = ["FAMILIES", "edge_traces"]
 
@@ -457,6 +462,66 @@ def _unknown() -> Iterator[Trace]:
             yield b.build()
 
 
+# --------------------------------------------------------------------------------------
+# reannounce: a call id announced again while it collects or after it ended
+# --------------------------------------------------------------------------------------
+
+
+def _fresh(text: str) -> str:
+    """An equal string that is another object, as a parsed stream gives for each event
+    (literals in a trace built here are one interned object)."""
+    return "".join(list(text))
+
+
+def _reannounce() -> Iterator[Trace]:
+    for when in ("while it collects", "after its terminal event"):
+        for tool in ("note", "other"):
+            same = "the same tool" if tool == "note" else "another tool"
+            b = TraceBuilder(tools={"note": _note(), "other": _note()}, name=f"edges/reannounce: {same}, {when}")
+            b.turn("t1").open("a", "note").fragment("a", '{"v":')
+            again = CallOpened("t1", "r-t1", "i-a", "a", _fresh(tool))
+            if when == "while it collects":
+                b.add(again).fragment("a", "1}").terminal("a")
+            else:
+                b.fragment("a", "1}").terminal("a").add(again)
+            yield b.call("b", "note", '{"v":2}').build()
+
+
+# --------------------------------------------------------------------------------------
+# catalog: a declaration replaced by an equal one, or changed, around a call
+# --------------------------------------------------------------------------------------
+
+
+def _catalog() -> Iterator[Trace]:
+    changed = {**_NOTE, "properties": {**_NOTE["properties"], "extra": {"type": "string"}}}
+    for confirm in (False, True):
+        for what, schema in (("an equal schema", dict(_NOTE)), ("another schema", changed)):
+            for when in ("while it collects", "after its terminal event"):
+                if when == "after its terminal event" and not confirm:
+                    continue  # it ran at its terminal event
+                waits = ", awaiting confirmation" if confirm else ""
+                b = TraceBuilder(tools={"note": _note(confirm)}, name=f"edges/catalog: {what} {when}{waits}")
+                b.turn("t1").open("a", "note").fragment("a", '{"v":')
+                if when == "while it collects":
+                    b.change_schema("note", schema).fragment("a", "1}").terminal("a")
+                else:
+                    b.fragment("a", "1}").terminal("a").change_schema("note", schema)
+                if confirm:
+                    b.confirm("a")
+                b.call("b", "note", '{"v":2}')
+                if confirm:
+                    b.confirm("b")
+                yield b.build()
+        b = TraceBuilder(
+            tools={"note": _note(confirm)},
+            name=f"edges/catalog: renamed away and back{', awaiting confirmation' if confirm else ''}",
+        )
+        b.turn("t1").call("a", "note", '{"v":1}').rename_tool("note", "gone").rename_tool("gone", "note")
+        if confirm:
+            b.confirm("a")
+        yield b.build()
+
+
 FAMILIES: Final[dict[str, Callable[[], Iterator[Trace]]]] = {
     "long": _long,
     "huge": _huge,
@@ -465,6 +530,8 @@ FAMILIES: Final[dict[str, Callable[[], Iterator[Trace]]]] = {
     "controls": _controls,
     "caps": _caps,
     "unknown": _unknown,
+    "reannounce": _reannounce,
+    "catalog": _catalog,
 }
 
 
