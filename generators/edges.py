@@ -312,6 +312,11 @@ _SCHEMAS: Final[dict[str, tuple[dict[str, Any], list[Any], list[Any]]]] = {
         [{"a": 1, "b": 2}, {"b": 1}],
         [{"a": 1}],
     ),
+    "dependentRequired, no top-level type": (
+        {"dependentRequired": {"a": ["b"]}},
+        [{"a": 1, "b": 2}, {"b": 1}],
+        [{"a": 1}],
+    ),
     "a decimal multipleOf": (
         _obj({"p": {"type": "number", "multipleOf": 0.01}}),
         [{"p": 0.5}],
