@@ -63,7 +63,7 @@ __all__ = ["FAMILIES", "edge_traces"]
 
 SCAN_STEP: Final = 512  # at least this many characters a fragment (a scan every fragment)
 
-_NOTE: Final = {
+_NOTE: Final[dict[str, Any]] = {
     "type": "object",
     "required": ["v"],
     "properties": {
