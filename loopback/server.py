@@ -323,7 +323,7 @@ class LoopbackServer:
         if self.static is not None:
             await self._serve_static(send, protocol, headers.get("last-event-id"))
             return
-        if carries_tool_results(protocol, bytes(body)):
+        if is_follow_up(protocol, bytes(body)):
             await _serve_reply(send, protocol)
             return
         path = str(scope.get("path", ""))
@@ -387,7 +387,7 @@ class LoopbackServer:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def carries_tool_results(protocol: str, body: bytes) -> bool:
+def is_follow_up(protocol: str, body: bytes) -> bool:
     """Whether a request is an agent's follow-up: its conversation already holds the model's
     answer (an assistant turn: Chat and Anthropic ``role: "assistant"``, Gemini ``role:
     "model"``, Responses ``function_call`` items or an assistant message) or a tool result

@@ -88,3 +88,41 @@ def test_a_cancel_goes_to_the_frameworks_own_cancel_api(row: ProgramRow) -> None
     assert checked.run is not None and not checked.run.errors, checked.run.errors
     assert [o for o in checked.run.observations if isinstance(o, Executed)] == []
     assert not checked.violated
+
+
+@pytest.mark.parametrize(
+    ("protocol", "follow_up", "first"),
+    [
+        (
+            "openai-chat",
+            {"messages": [{"role": "user"}, {"role": "assistant"}, {"role": "tool"}]},
+            {"messages": [{"role": "user"}]},
+        ),
+        ("openai-responses", {"input": [{"role": "user"}, {"type": "function_call_output"}]}, {"input": "go"}),
+        (
+            "anthropic-messages",
+            {"messages": [{"role": "user"}, {"role": "assistant"}]},
+            {"messages": [{"role": "user"}]},
+        ),
+        ("gemini", {"contents": [{"role": "user"}, {"role": "model"}]}, {"contents": [{"role": "user"}]}),
+    ],
+)
+def test_the_loopback_answers_an_agents_follow_up_with_a_short_reply(
+    protocol: str, follow_up: dict[str, object], first: dict[str, object]
+) -> None:
+    """A framework asks again after its tools ran; that request is no part of the trace, so
+    it gets a text reply that the protocol's own parser reads as a finished response, while
+    the first request (and a reconnect, which repeats it) waits for the trace's stream."""
+    import json
+
+    from callsafe.loopback.server import is_follow_up, reply_payloads
+    from callsafe.model.vocabulary import ResponseTerminal, TextFragment
+    from callsafe.providers import registry
+
+    assert is_follow_up(protocol, json.dumps(follow_up).encode())
+    assert not is_follow_up(protocol, json.dumps(first).encode())
+    assert not is_follow_up(protocol, b"not json")
+    parser = registry.get(protocol).new_parser("t", "r")
+    events = [e for p in reply_payloads(protocol) for e in parser.feed(p)] + list(parser.finish(clean=True))
+    assert any(isinstance(e, TextFragment) for e in events)
+    assert [e.reason for e in events if isinstance(e, ResponseTerminal)] == ["completed"]
