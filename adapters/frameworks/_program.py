@@ -42,7 +42,7 @@ from callsafe.model.vocabulary import CallKey, CancelTurn, Disconnect, Event, Tu
 
 __all__ = ["FrameworkProgram", "WireIds", "main", "watching_client"]
 
-_STOP_WAIT = 5.0  # seconds a cancelled run gets to stop
+_STOP_WAIT = 2.0  # seconds a cancelled run gets to stop (Strands stops only when its next chunk arrives)
 
 
 class WireIds:
