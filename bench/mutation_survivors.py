@@ -10,8 +10,12 @@ against the mutant, "needs" where it was not shown). ``killed since``: a judge c
 after the run kills it in the default certification (re-run with ``--only``); a
 generator change counts the same (the ``edges`` generator, 2026-12-01, named in the reason).
 
-Read for the run of 2026-12-01 (``python -m bench.mutation --sample 160 --seed 0``); a
-spec whose line moved no longer matches and is reported "unclassified".
+Read for the runs of 2026-12-01 (``python -m bench.mutation --sample 160 --seed 0``:
+1,515 mutants in scope before the ``edges`` generator, 1,592 after, each its own sample;
+entries of both are kept, an entry whose line moved was read again for the second); a
+spec whose line moved no longer matches and is reported "unclassified". "For
+reference:memory" marks a reading that holds for this killer only (a store-failure path
+the memory store never takes).
 """
 
 from __future__ import annotations
@@ -243,9 +247,9 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
         "a fragment for a never-opened call fails it whether or not it counts as over the cap",
     ),
     "core.py:ReplaceAndWithOr:15": (
-        'if turn is not None and turn.status == "live":',
+        "if changed and event is E.TERMINAL_COMPLETED:",
         "equivalent",
-        "a cancel for a turn this replica never saw: crashes only with another replica's turn ids; not killed by a cancel for an unknown turn",
+        "a parse of a call its terminal event did not move: the lifecycle table takes parse events only from terminal_candidate, so nothing judged changes (the ledger's parse field is not compared)",
     ),
     "core.py:ReplaceComparisonOperator_Eq_LtE:4": (
         'if turn is not None and turn.status == "live":',
@@ -591,5 +595,185 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
         "bytes: int = 0",
         "killed since",
         "killed by edges/caps (the turn cap met exactly by a call after a restart: over by the restored byte, LIVE-DISPATCH)",
+    ),
+    "core.py:ReplaceTrueWithFalse:1": (
+        "@dataclass(slots=True)",
+        "equivalent",
+        "slots on a dataclass: memory layout only",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_BitAnd:0": (
+        "snapshot: Snapshot | None = None,",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Pow:0": (
+        "snapshot: Snapshot | None = None,",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceComparisonOperator_IsNot_Lt:2": (
+        "if call.state is not S.TERMINAL_CANDIDATE:",
+        "equivalent",
+        "a call stopped while its business validator ran has left the active table (or no longer awaits the answer): the guard before returns first",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_Is:2": (
+        "if not changed and stopped == turn.stopped and executed == turn.executed:",
+        "equivalent",
+        "de-duplication of the status cue: counts are small ints, one object each in CPython; at worst an optional cue repeats",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_Lt:1": (
+        "if not changed and stopped == turn.stopped and executed == turn.executed:",
+        "equivalent",
+        "de-duplication of the status cue: only repeats or drops optional cues (preparing, awaiting), never a wrong status",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_NotEq:2": (
+        "if not changed and stopped == turn.stopped and executed == turn.executed:",
+        "equivalent",
+        "de-duplication of the status cue: only repeats or drops optional cues (preparing, awaiting), never a wrong status",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Pow:3": (
+        "def _turn_live(self, turn: TurnState | None) -> bool:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_BitAnd:5": (
+        "def _tool_spec(self, name: str | None) -> ToolSpec | None:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Div:4": (
+        "def _tool_spec(self, name: str | None) -> ToolSpec | None:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Pow:5": (
+        "def _tool_spec(self, name: str | None) -> ToolSpec | None:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_BitAnd:7": (
+        "self, turn: TurnState, ident: Ident, tool: str | None, event: CallEvent, why: str, terminal_reason: str | None",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_LShift:7": (
+        "self, turn: TurnState, ident: Ident, tool: str | None, event: CallEvent, why: str, terminal_reason: str | None",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceBinaryOperator_BitOr_Sub:6": (
+        "self, turn: TurnState, ident: Ident, tool: str | None, event: CallEvent, why: str, terminal_reason: str | None",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_IsNot:3": (
+        'if old.status == "live":',
+        "equivalent",
+        "the old turn's status word after a supersession: every later check also requires the current turn",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_LtE:3": (
+        'if old.status == "live":',
+        "equivalent",
+        "the old turn's status word after a supersession: every later check also requires the current turn",
+    ),
+    "core.py:ReplaceComparisonOperator_NotEq_IsNot:2": (
+        "if ev.tool != call.tool:  # id and name are set once",
+        "killed since",
+        "killed by edges/reannounce (a call id announced again with its own tool, the name an equal string of another event: the call fails, LIVE-DISPATCH)",
+    ),
+    "core.py:ReplaceComparisonOperator_Eq_Gt:7": (
+        "unchanged = spec is not None and (spec is call.validated_spec or spec == call.validated_spec)",
+        "equivalent",
+        "reached only with an equal declaration that is another object: a catalog change stops the tool's calls in flight and the memory store keeps the declaration object over a restart, so the identity test answers first (edges/catalog: survives); a store that serialises would reach it",
+    ),
+    "core.py:ReplaceComparisonOperator_Is_LtE:9": (
+        "if event is E.AWAIT_CONFIRMATION:",
+        "equivalent",
+        "CallEvent values are strings: of the events classify_dispatch returns only await_confirmation sorts at or below itself",
+    ),
+    "core.py:ReplaceComparisonOperator_Is_GtE:10": (
+        "if event is E.DISPATCH_BLOCKED:",
+        "equivalent",
+        "CallEvent values are strings: of dispatch and dispatch_blocked (await_confirmation returned before) only dispatch_blocked sorts at or above dispatch_blocked",
+    ),
+    "core.py:ReplaceUnaryOperator_Delete_Not:11": (
+        "elif not live:",
+        "equivalent",
+        "which refusal the ledger's validation text names (turn, quarantine or tool changed): the wording is free",
+    ),
+    "driver.py:NumberReplacer:4": (
+        "self._depth = 0  # run() inside run() (a validator's or a claim's answer)",
+        "equivalent",
+        "for reference:memory: the nesting depth only decides how a store failure is handled, and the memory store never fails",
+    ),
+    "driver.py:NumberReplacer:9": (
+        "if len(effects) == 1 and isinstance(first, Fact) and not (self._depth or self.stale):",
+        "equivalent",
+        "the one-fact fast path of the driver: the general path performs the same effects",
+    ),
+    "driver.py:ReplaceOrWithAnd:0": (
+        "if len(effects) == 1 and isinstance(first, Fact) and not (self._depth or self.stale):",
+        "equivalent",
+        "for reference:memory: the one-fact fast path taken inside a nested run too; it differs only in how a store failure is handled, and the memory store never fails",
+    ),
+    "driver.py:ExceptionReplacer:1": (
+        "except StoreError as failure:",
+        "equivalent",
+        "for reference:memory: the memory store never raises StoreError (the durable stores' faults are the reliability suites' business)",
+    ),
+    "driver.py:AddNot:9": (
+        "if not failure.transient:",
+        "equivalent",
+        "for reference:memory: store-failure handling (transient or not); the memory store never fails",
+    ),
+    "driver.py:ExceptionReplacer:4": (
+        "except StoreError as exc:",
+        "equivalent",
+        "for reference:memory: the memory store never raises StoreError (the durable stores' faults are the reliability suites' business)",
+    ),
+    "driver.py:ExceptionReplacer:6": (
+        "except StoreError as exc:",
+        "equivalent",
+        "for reference:memory: the memory store never raises StoreError (the durable stores' faults are the reliability suites' business)",
+    ),
+    "effects.py:ReplaceTrueWithFalse:4": (
+        "@dataclass(slots=True)",
+        "equivalent",
+        "slots on a dataclass: memory layout only",
+    ),
+    "effects.py:ReplaceTrueWithFalse:15": (
+        "@dataclass(slots=True)",
+        "equivalent",
+        "slots on a dataclass: memory layout only",
+    ),
+    "memory_store.py:ReplaceComparisonOperator_Is_Eq:1": (
+        "if row.state is _DISPATCHED:",
+        "equivalent",
+        "a sentinel object: == is identity for it",
+    ),
+    "memory_store.py:ReplaceOrWithAnd:4": (
+        "or tool in self._disabled",
+        "equivalent",
+        "the store's own re-check of the claim: the core checks quarantine and disabled tools first; only a second replica reaches it",
+    ),
+    "memory_store.py:ReplaceComparisonOperator_Is_Gt:2": (
+        "if row.state is _DISPATCHED and ident not in self._outcomes",
+        "equivalent",
+        "which calls a restart logs as 'no outcome recorded': log wording, after a crash inside the executor only",
+    ),
+    "redaction.py:AddNot:3": (
+        "return [copy_json(v) if isinstance(v, _CONTAINERS) else v for v in value]  # type: ignore[return-value]",
+        "generator",
+        "nested containers of a list handed to the validator are not copied: needs a harness whose business validator changes what it gets (a design choice for the lead) and arguments with a list of objects",
+    ),
+    "scanner.py:NumberReplacer:18": (
+        "if _NON_WS.search(chunk, i + 1) is not None:",
+        "equivalent",
+        "trailing data looked for one character later: the scanner dooms less (not observable), the strict parse rejects the text",
+    ),
+    "schema_check.py:AddNot:11": (
+        "if kind is None:",
+        "killed since",
+        "killed by edges/schema, a schema of only dependentRequired (unknown keywords made eligible: the compiled validator ignores them)",
     ),
 }
