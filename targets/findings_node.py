@@ -32,6 +32,7 @@ AA = "node/ai:anthropic-messages:streamText"
 OC = "node/openai:openai-chat:chat.completions.stream"
 OR = "node/openai:openai-responses:responses.stream"
 AN = "node/@anthropic-ai/sdk:anthropic-messages:MessageStream"
+ATR = "node/@anthropic-ai/sdk:anthropic-messages:toolRunner"
 LC = "node/@langchain/core:openai-chat:ChatOpenAI.stream"
 AG = "node/@openai/agents:openai-responses:run-streamed"
 
@@ -241,11 +242,30 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "@anthropic-ai/sdk",
         "a duplicated input_json_delta is appended, the block's input no longer parses, and the whole stream "
         "raises at that block's stop: the other, valid tool_use block of the message is lost (the class of "
-        "anthropic-sdk-typescript #996, where an invalid escape crashed the stream)",
+        "anthropic-sdk-typescript #996, where an invalid escape crashed the stream); the tool runner reads with "
+        "BetaMessageStream, which does the same",
         _script("anthropic-duplicated-delta.mjs"),
         (_adversity(ANTH, "duplicated-delta", "delta 2 sent twice", _two()),),
-        {AN: _s(L)},
+        {AN: _s(L), ATR: _s(L)},
         issue="anthropics/anthropic-sdk-typescript#996",
+    ),
+    Finding(
+        "AN-NODE-RUNNER-UNSTOPPED-BLOCK",
+        "@anthropic-ai/sdk",
+        "the tool runner runs a tool_use block that never got its content_block_stop (the message ended first): "
+        "the final message keeps it, with whatever input had arrived",
+        _script("anthropic-tool-runner-unstopped-block-runs.mjs"),
+        (_b().open("call_a", "pay", item="0").fragments("call_a", *WHOLE).response_end().build(),),
+        {ATR: _s(T, C)},
+    ),
+    Finding(
+        "AN-NODE-RUNNER-REPLAYED-BLOCK-START",
+        "@anthropic-ai/sdk",
+        "a replayed content_block_start adds a second block with the same id to the final message, and the tool "
+        "runner runs the call twice (once with the streamed input, once with {})",
+        _script("anthropic-tool-runner-replayed-block-start.mjs"),
+        (_adversity(ANTH, "replayed-block-or-message-start", "content_block_start replayed"),),
+        {ATR: _s(X, ONCE)},
     ),
     # -- @langchain/core with @langchain/openai, ChatOpenAI.stream ----------------------------
     Finding(

@@ -4,9 +4,9 @@ provider over HTTP. The programs are ``adapters/node/rows/*.ts``, compiled by
 ``npm run build``; the packages are pinned in ``adapters/node/package-lock.json``.
 
 Each row is judged where its library acts: a library that runs tools itself (the AI SDK's
-``streamText`` with executing tools, over Chat Completions and over Anthropic Messages, and
-an ``@openai/agents`` run) is judged on what reached the tool body, which calls callsafe's
-executor; a stream helper that only presents calls (``chat.completions.stream``,
+``streamText`` with executing tools, over Chat Completions and over Anthropic Messages, an
+``@openai/agents`` run, the Anthropic SDK's tool runner) is judged on what reached the tool
+body, which calls callsafe's executor; a stream helper that only presents calls (``chat.completions.stream``,
 ``responses.stream``, ``MessageStream``, LangChain's concatenated chunks) is judged on the
 moment it presents a call as finished, where the program runs it. Every row aborts its
 request through the library's own ``AbortSignal`` on a ``cancel_turn`` or a superseding
@@ -43,6 +43,7 @@ NODE_ROWS: Final[tuple[ProgramRow, ...]] = (
     _row("openai", "openai-chat", "chat.completions.stream", "openai-chat-stream"),
     _row("openai", "openai-responses", "responses.stream", "openai-responses-stream"),
     _row("@anthropic-ai/sdk", "anthropic-messages", "MessageStream", "anthropic-message-stream"),
+    _row("@anthropic-ai/sdk", "anthropic-messages", "toolRunner", "anthropic-tool-runner"),
     _row("@langchain/core", "openai-chat", "ChatOpenAI.stream", "langchain-chat-openai", ("@langchain/openai",)),
     _row("@openai/agents", "openai-responses", "run-streamed", "openai-agents-run", ("openai",)),
 )
