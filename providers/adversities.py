@@ -461,6 +461,22 @@ def _chat_content_null(protocol: str, payloads: Payloads) -> list[Variant]:
     return [Variant("content: null chunks between the tool-call chunks", tuple(copied))]
 
 
+def _chat_role(protocol: str, payloads: Payloads) -> list[Variant]:
+    """The stream without the assistant's role, or with ``role: ""`` where it was: what some
+    OpenAI-compatible servers and gateways send (a keep-alive or translated first chunk)."""
+    places = [i for i, p in enumerate(payloads) if "role" in ((_choice(p) or {}).get("delta") or {})]
+    if not places:
+        return []
+    missing, empty = copy.deepcopy(payloads), copy.deepcopy(payloads)
+    for i in places:
+        del missing[i]["choices"][0]["delta"]["role"]
+        empty[i]["choices"][0]["delta"]["role"] = ""
+    return [
+        Variant("no role in any delta", tuple(missing)),
+        Variant('role "" in the first delta', tuple(empty)),
+    ]
+
+
 def _chat_name_later(protocol: str, payloads: Payloads) -> list[Variant]:
     out: list[Variant] = []
     for field in ("name", "id"):
@@ -764,6 +780,14 @@ OPERATORS: Final[tuple[Operator, ...]] = (
     ),
     Operator(
         "content-null-chunks", "goose #6312 (content: null chunks between tool-call chunks)", _C, _chat_content_null
+    ),
+    Operator(
+        "role-missing-or-empty",
+        'langchainjs #11157 (no role before the tool-call deltas) and #11468 (role ""), omlx #2074 / PR #2117 '
+        "(a keep-alive first chunk without a role): a client that types the message from its first chunk drops "
+        "every tool call",
+        _C,
+        _chat_role,
     ),
     Operator(
         "name-or-id-later",

@@ -252,6 +252,14 @@ class ChatRenderer(Renderer):
     calls_end_with_response = True
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> None:
+        # Every cloud Chat Completions stream opens with the assistant's role in its first
+        # delta, and clients rely on it: LangChain.js types the whole message from the first
+        # chunk (a chunk without a role becomes a generic message whose tool calls are
+        # dropped; langchainjs #11157, omlx #2117). Servers that omit it, or send "", are
+        # the wire adversities "role-missing" and "role-empty".
+        if not getattr(self, "_announced", False):
+            delta = {"role": "assistant", **delta}
+            self._announced = True
         self._emit(
             {
                 "id": self._response,
@@ -262,6 +270,7 @@ class ChatRenderer(Renderer):
 
     def _on_response_start(self, response: str, where: str) -> None:
         self._latest: dict[str, str] = {}  # index -> the call it named last
+        self._announced = False  # the role goes in the response's first chunk
 
     def _on_open(self, call: RenderCall, where: str) -> None:
         index = index_item(call.item, where)

@@ -271,12 +271,16 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
     Finding(
         "LCJS-NO-ROLE-DROPS-CALLS",
         "@langchain/core",
-        "ChatOpenAI turns the deltas of a stream that names no role (delta.role is optional) into generic "
-        "ChatMessageChunks, which carry no tool_call_chunks: every tool call is lost",
+        "ChatOpenAI types the message from the stream's first delta: a stream whose deltas name no role, or "
+        'role "" (some OpenAI-compatible servers and gateways; the cloud APIs open with role assistant), '
+        "becomes generic ChatMessageChunks, which carry no tool_call_chunks: every tool call is lost",
         _script("langchain-no-role-drops-tool-calls.mjs"),
-        (ONE,),
+        (
+            _adversity(CHAT, "role-missing-or-empty", "no role in any delta"),
+            _adversity(CHAT, "role-missing-or-empty", 'role "" in the first delta'),
+        ),
         {LC: _s(L)},
-        issue="langchain-ai/langchainjs#11157",
+        issue="langchain-ai/langchainjs#11157, #11468",
     ),
     # -- @openai/agents, run(agent, { stream: true }) ------------------------------------------
     Finding(

@@ -20,7 +20,7 @@ from callsafe.certify.harness import check_trace
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import ToolSpec, Trace
 from callsafe.targets.findings import FINDINGS
-from callsafe.targets.findings_node import LC, NODE_FINDINGS, NODE_REPRO_DIR, ONE, OR, WHOLE, _one
+from callsafe.targets.findings_node import NODE_FINDINGS, NODE_REPRO_DIR, ONE, OR, WHOLE, _one
 from callsafe.targets.node_rows import NODE_ROWS
 from callsafe.targets.programs import NODE_DIR
 
@@ -76,19 +76,15 @@ def test_each_row_runs_a_whole_call_once_and_stops_on_a_cancel(row: object) -> N
     checked = check_trace(spec, ONE)
     assert not checked.missing and checked.run is not None and not checked.run.errors, checked.run
     executed = [o for o in checked.run.observations if o.kind == "executed"]
-    if row.name == LC:
-        # LCJS-NO-ROLE-DROPS-CALLS: callsafe's Chat Completions stream names no role, and
-        # LangChain.js then drops every tool call
-        assert executed == [] and checked.violated == {"LIVE-DISPATCH"}
-    else:
-        assert [(o.key.tenant, o.key.turn, o.key.call, o.tool, o.arguments) for o in executed] == [
-            ("acme", "t1", "call_a", "pay", {"amount": 100})
-        ]
-        assert executed[0].key.response and executed[0].key.item  # from the wire, as the oracle keys it
-        # OA-NODE-RESP-DONE-BEFORE-ITEM-DONE: arguments.done comes one event before the
-        # item's end, so even a whole call runs before its terminal event
-        expected = {"INV-TERMINAL"} if row.name == OR else set()
-        assert checked.violated == expected, checked.judgement.findings
+    # every row, LangChain.js too: callsafe's Chat stream opens with role assistant, as the cloud APIs do
+    assert [(o.key.tenant, o.key.turn, o.key.call, o.tool, o.arguments) for o in executed] == [
+        ("acme", "t1", "call_a", "pay", {"amount": 100})
+    ]
+    assert executed[0].key.response and executed[0].key.item  # from the wire, as the oracle keys it
+    # OA-NODE-RESP-DONE-BEFORE-ITEM-DONE: arguments.done comes one event before the
+    # item's end, so even a whole call runs before its terminal event
+    expected = {"INV-TERMINAL"} if row.name == OR else set()
+    assert checked.violated == expected, checked.judgement.findings
     # a cancel mid-call aborts the request (the library's AbortSignal): nothing runs after it
     cancelled = check_trace(spec, _cancelled_mid_call())
     assert not cancelled.missing, "every row declares cancellation"
