@@ -248,6 +248,7 @@ def classify(summary: dict[str, Any]) -> dict[str, Any]:
 
     rows = []
     equivalent = 0
+    unreachable = 0
     for m in summary["mutants"]:
         if m["outcome"] != "survived":
             continue
@@ -258,16 +259,22 @@ def classify(summary: dict[str, Any]) -> dict[str, Any]:
         else:
             kind, reason = "unclassified", "not yet read"
         equivalent += kind == "equivalent"
+        unreachable += kind == "unreachable"
         rows.append({**m, "original": original, "mutated": mutated, "class": kind, "reason": reason})
     killed = summary["counts"].get("killed", 0) + summary["counts"].get("timeout", 0)
     ran = killed + summary["counts"].get("survived", 0)
     since = sum(r["class"] == "killed since" for r in rows)
     relevant = ran - equivalent
+    reachable = relevant - unreachable
     return {
         "survivors": rows,
         "equivalent": equivalent,
+        "unreachable": unreachable,
         "killed_since": since,
+        # an unreachable mutant is not equivalent (it changes what a failing or second store
+        # would see): it counts as a survivor here, and only the second score sets it aside
         "score_non_equivalent": (killed + since) / relevant if relevant else None,
+        "score_reachable": (killed + since) / reachable if reachable else None,
     }
 
 
@@ -292,14 +299,17 @@ def section(summary: dict[str, Any], command: str) -> Any:
         f"in {summary['seconds']:.0f} s on this shared 2-CPU machine (one mutant at a time).",
         "",
         "| mutants run | killed | timed out | survived | killed since by a judge or generator change "
-        "| equivalent (read) | score | score over non-equivalent, with those killed since |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| equivalent (read) | unreachable by the killer | score | score over non-equivalent, with those killed "
+        "since | the same without the unreachable |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         f"| {summary['ran']} | {c.get('killed', 0)} | {c.get('timeout', 0)} | {c.get('survived', 0)} | "
-        f"{read['killed_since']} | {read['equivalent']} | {_pct(summary['score'])} | "
-        f"{_pct(read['score_non_equivalent'])} |",
+        f"{read['killed_since']} | {read['equivalent']} | {read['unreachable']} | {_pct(summary['score'])} | "
+        f"**{_pct(read['score_non_equivalent'])}** | {_pct(read['score_reachable'])} |",
         "",
         f"Killed {killed} of {summary['ran']}. Each survivor, with what it needs (`equivalent`: no behaviour the "
-        "spec judges differs; `generator`: a trace the default run does not generate would kill it; "
+        "spec judges differs; `unreachable`: a behaviour differs, but only with a store that fails or a second "
+        "replica on the same store, which the killer (`reference:memory`, one process) never has: a survivor, "
+        "counted in the score; `generator`: a trace the default run does not generate would kill it; "
         "`killed since`: a judge or generator change after the run kills it; "
         "`unclassified`: not yet read):",
         "",
@@ -357,7 +367,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     read = classify(summary)
     print(
-        f"{read['equivalent']} survivors read as equivalent; score over the rest {_pct(read['score_non_equivalent'])}"
+        f"{read['equivalent']} survivors read as equivalent, {read['unreachable']} unreachable by the killer; "
+        f"score over the non-equivalent {_pct(read['score_non_equivalent'])} "
+        f"({_pct(read['score_reachable'])} without the unreachable)"
     )
     for r in read["survivors"]:
         print(f"  survived {r['spec']} line {r['line']}: {r['mutated']}  [{r['class']}: {r['reason']}]")

@@ -2,7 +2,9 @@
 """What each surviving mutant of ``make mutation`` was read to be, by its spec
 (``module:operator:occurrence``) and the original line it changes.
 
-``equivalent``: no behaviour the spec judges differs (an annotation never evaluated, a
+``unreachable``: a behaviour differs, but only with a store that fails or a second replica
+on the same store, which the killer (``reference:memory`` in one process) never has: not
+equivalent, and counted as a survivor in the score. ``equivalent``: no behaviour the spec judges differs (an annotation never evaluated, a
 cache or a fast path whose slow path gives the same answer, a cue the spec makes optional,
 a state only a second replica can reach). ``generator``: a trace the default certification
 does not generate kills it (named in the reason; "killed by" where the trace was replayed
@@ -308,22 +310,22 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "memory_store.py:ReplaceComparisonOperator_Eq_NotEq:2": (
         'if turn.tenant == fact.tenant and turn.status == "live":',
-        "equivalent",
+        "unreachable",
         "the store marking other replicas' turns stopped: one process's core holds its own turn status (checked: stop, restart, new call)",
     ),
     "memory_store.py:ReplaceComparisonOperator_NotEq_Gt:0": (
         'or turn.status != "live"',
-        "equivalent",
+        "unreachable",
         "the store's own re-check of the turn: the core checks the same facts first; only a second replica reaches it",
     ),
     "memory_store.py:ReplaceComparisonOperator_NotEq_Lt:0": (
         'or turn.status != "live"',
-        "equivalent",
+        "unreachable",
         "the store's own re-check of the turn: the core checks the same facts first; only a second replica reaches it",
     ),
     "memory_store.py:ReplaceComparisonOperator_NotEq_Lt:1": (
         "or self._current.get((turn.tenant, turn.conversation)) != key.turn",
-        "equivalent",
+        "unreachable",
         "the store's own re-check of the turn: the core checks the same facts first; only a second replica reaches it",
     ),
     "memory_store.py:ReplaceComparisonOperator_Is_Lt:2": (
@@ -703,7 +705,7 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "driver.py:NumberReplacer:4": (
         "self._depth = 0  # run() inside run() (a validator's or a claim's answer)",
-        "equivalent",
+        "unreachable",
         "for reference:memory: the nesting depth only decides how a store failure is handled, and the memory store never fails",
     ),
     "driver.py:NumberReplacer:9": (
@@ -713,27 +715,27 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "driver.py:ReplaceOrWithAnd:0": (
         "if len(effects) == 1 and isinstance(first, Fact) and not (self._depth or self.stale):",
-        "equivalent",
+        "unreachable",
         "for reference:memory: the one-fact fast path taken inside a nested run too; it differs only in how a store failure is handled, and the memory store never fails",
     ),
     "driver.py:ExceptionReplacer:1": (
         "except StoreError as failure:",
-        "equivalent",
+        "unreachable",
         "for reference:memory: the memory store never raises StoreError (the durable stores' faults are the reliability suites' business)",
     ),
     "driver.py:AddNot:9": (
         "if not failure.transient:",
-        "equivalent",
+        "unreachable",
         "for reference:memory: store-failure handling (transient or not); the memory store never fails",
     ),
     "driver.py:ExceptionReplacer:4": (
         "except StoreError as exc:",
-        "equivalent",
+        "unreachable",
         "for reference:memory: the memory store never raises StoreError (the durable stores' faults are the reliability suites' business)",
     ),
     "driver.py:ExceptionReplacer:6": (
         "except StoreError as exc:",
-        "equivalent",
+        "unreachable",
         "for reference:memory: the memory store never raises StoreError (the durable stores' faults are the reliability suites' business)",
     ),
     "effects.py:ReplaceTrueWithFalse:4": (
@@ -753,7 +755,7 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "memory_store.py:ReplaceOrWithAnd:4": (
         "or tool in self._disabled",
-        "equivalent",
+        "unreachable",
         "the store's own re-check of the claim: the core checks quarantine and disabled tools first; only a second replica reaches it",
     ),
     "memory_store.py:ReplaceComparisonOperator_Is_Gt:2": (
