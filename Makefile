@@ -1,7 +1,8 @@
 # The two commands of the README do everything on a fresh machine:
 #   make certify   the main job: certify the reference implementation (its SQLite store, in memory), write its reports
 #   make test      the test suite, with ruff and mypy
-# Each creates the virtual environment and installs the project on first use.
+# Each creates the virtual environment and installs the project on first use (make test also
+# the openai<3 frameworks' environment and, when npm is here, the TypeScript packages).
 
 PY      ?= python3
 VENV    := .venv
@@ -9,7 +10,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 REPORT  ?= reports/reference
 
-.PHONY: certify test lint typecheck render model bench mutation fast venv venv-openai2 clean
+.PHONY: certify test lint typecheck render model bench mutation fast venv venv-openai2 node clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -30,6 +31,17 @@ $(STAMP2): pyproject.toml
 	touch $(STAMP2)
 
 venv-openai2: $(STAMP2)
+
+# The TypeScript side (adapters/node: the helper, the example, the matrix's TypeScript rows and
+# their repros), installed from its lockfile and compiled, when npm is here; without it the
+# tests that need it skip, each with the reason.
+NODE_STAMP := adapters/node/node_modules/.callsafe-installed
+$(NODE_STAMP): adapters/node/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  (cd adapters/node && npm ci --no-audit --no-fund && npm run build) && touch $(NODE_STAMP); \
+	else echo "npm is not here: the TypeScript rows' tests skip"; fi
+
+node: $(NODE_STAMP)
 
 certify: $(STAMP)
 	$(BIN)/callsafe certify reference --report $(REPORT) --junit $(REPORT)/junit.xml
@@ -63,7 +75,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	tools/typecheck.sh
 
-test: $(STAMP) lint typecheck
+test: $(STAMP) $(STAMP2) $(NODE_STAMP) lint typecheck
 	$(BIN)/pytest -n 2 -q
 
 clean:

@@ -266,9 +266,16 @@ class Matrix:
     def versions(self) -> dict[str, str]:
         """Each measured library's version, by distribution (the reference: callsafe's)."""
         out: dict[str, str] = {}
+        from callsafe.targets.program_catalog import program_rows
+
+        programs = program_rows()
         for r in self.rows:
             if r.version is not None:
                 out.setdefault(r.row.version_key, r.version)
+                program = programs.get(r.row.spec.partition(":")[2])
+                if program is not None and r.unavailable is None:
+                    for name, version in program.dependency_versions().items():
+                        out.setdefault(f"npm:{name}", version)
         return out
 
 

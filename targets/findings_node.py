@@ -282,6 +282,27 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         {LC: _s(L)},
         issue="langchain-ai/langchainjs#11157, #11468",
     ),
+    Finding(
+        "LCJS-LENGTH-STOP-RUNS",
+        "@langchain/core",
+        "a tool call cut off by finish_reason length stays in the concatenated message's tool_calls, its "
+        "arguments parsed best-effort ('{\"amount\":10' becomes {amount: 10}, no arguments {}), and tool_calls "
+        "say nothing of the cut: what LangGraph.js's ToolNode runs",
+        _script("langchain-length-stop-runs.mjs"),
+        (_one(TRUNCATED, "length", "length"), _one((), "length", "length")),
+        {LC: _s(T, C)},
+        issue="langchain-ai/langchainjs#11469",
+    ),
+    Finding(
+        "LCJS-SHARED-INDEX-MERGED",
+        "@langchain/core",
+        "a second call at the same tool index gets its own entry, but its argument chunks carry no id and merge "
+        "into the first entry with that index: the first call runs with the second's arguments, the second with "
+        "{} (or, when both sent arguments, the first's are glued and it is lost)",
+        _script("langchain-shared-index-merges-calls.mjs"),
+        (_merged_into_first(), _two(True)),
+        {LC: _s(T, X, L)},
+    ),
     # -- @openai/agents, run(agent, { stream: true }) ------------------------------------------
     Finding(
         "AGENTS-JS-DONE-DISAGREES",

@@ -85,6 +85,22 @@ class ProgramRow:
             return None
         return version if isinstance(version, str) else None
 
+    def dependency_versions(self) -> dict[str, str]:
+        """The installed versions of the npm packages the row also needs (a provider package
+        beside ``ai``, ``@langchain/openai`` beside ``@langchain/core``), by package name:
+        they are judged with the library, so the matrix records them too."""
+        if self.ecosystem != "node":
+            return {}
+        out: dict[str, str] = {}
+        for name in self.needs:
+            try:
+                version = json.loads((NODE_DIR / "node_modules" / name / "package.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(version.get("version"), str):
+                out[name] = version["version"]
+        return out
+
     def unavailable(self) -> str | None:
         """Why this row cannot run here, or ``None``: what is missing, and how to get it."""
         if self.ecosystem == "python":
