@@ -64,8 +64,8 @@ from typing import Any, Final
 
 from callsafe.model.vocabulary import CallTerminal, Event
 from callsafe.providers import registry
-from callsafe.providers.base import Parser, ProviderError, terminal_event_id
-from callsafe.providers.streams import ParsedStream
+from callsafe.providers.base import Parser, terminal_event_id
+from callsafe.providers.streams import ParsedStream, feed_all
 
 __all__ = ["READINGS", "ReadingParser", "WireReading", "differing_readings", "read_under", "readings_for"]
 
@@ -126,16 +126,7 @@ def read_under(
     reading: WireReading, payloads: Iterable[Any], *, turn: str, response: str, clean: bool = True
 ) -> ParsedStream:
     """What ``reading`` reads from a whole stream (as :func:`~callsafe.providers.streams.parse_payloads`)."""
-    parser = reading.parser(turn, response)
-    events: list[Event] = []
-    try:
-        for payload in payloads:
-            events.extend(parser.feed(payload))
-    except ProviderError as exc:
-        events.extend(parser.finish(clean=False))
-        return ParsedStream(events, exc)
-    events.extend(parser.finish(clean=clean))
-    return ParsedStream(events)
+    return feed_all(reading.parser(turn, response), payloads, clean=clean)
 
 
 # --------------------------------------------------------------------------------------

@@ -19,7 +19,15 @@ from callsafe.providers import registry
 from callsafe.providers.base import ProtocolViolation, ProviderError, ends_cleanly
 from callsafe.providers.sse import DONE, SSEDecoder, encode_payloads, payload_of
 
-__all__ = ["ParsedStream", "as_servers_send", "parse_payloads", "parse_sse", "render_payloads", "render_sse"]
+__all__ = [
+    "ParsedStream",
+    "as_servers_send",
+    "feed_all",
+    "parse_payloads",
+    "parse_sse",
+    "render_payloads",
+    "render_sse",
+]
 
 
 @dataclass(frozen=True)
@@ -34,7 +42,12 @@ def parse_payloads(
     protocol: str, payloads: Iterable[Any], *, turn: str, response: str, clean: bool = True
 ) -> ParsedStream:
     """Feed every payload, then end the stream (``clean``: the transport ended normally)."""
-    parser = registry.get(protocol).new_parser(turn, response)
+    return feed_all(registry.get(protocol).new_parser(turn, response), payloads, clean=clean)
+
+
+def feed_all(parser: Any, payloads: Iterable[Any], *, clean: bool = True) -> ParsedStream:
+    """Feed ``parser`` every payload, then end the stream; a payload the parser refuses ends
+    it there, as a dropped connection (what every reading of a stream does the same way)."""
     events: list[Event] = []
     try:
         for payload in payloads:

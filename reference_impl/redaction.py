@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from callsafe.model.leaks import declared_names
+from callsafe.model.leaks import declared_names, withhold_path
 
 __all__ = ["copy_json", "declared_names", "redact_schema_problem"]
 
@@ -38,11 +38,6 @@ def redact_schema_problem(problem: str, schema: Mapping[str, Any]) -> str:
     """The model's ``schema: <keyword> at <path>`` message, with the path kept only when
     it is made of declared property names and array indices: an instance path can hold
     keys that came from the arguments themselves (``additionalProperties``), and those
-    must not reach the ledger."""
-    head, sep, path = problem.partition(" at ")
-    if not sep or path == "(root)":
-        return problem
-    allowed = declared_names(schema)
-    if all(part.isdigit() or part in allowed for part in path.split("/")):
-        return problem
-    return f"{head} at (path withheld)"
+    must not reach the ledger. The model's own rule (:func:`callsafe.model.leaks.withhold_path`),
+    so that the reference's rows and the oracle's ideal rows withhold the same paths."""
+    return withhold_path(problem, schema)
