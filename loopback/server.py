@@ -323,11 +323,14 @@ class LoopbackServer:
         if self.static is not None:
             await self._serve_static(send, protocol, headers.get("last-event-id"))
             return
-        if is_follow_up(protocol, bytes(body)):
-            await _serve_reply(send, protocol)
-            return
         path = str(scope.get("path", ""))
         channel = path.split("/")[2] if path.startswith("/c/") and path.count("/") > 2 else ""
+        if is_follow_up(protocol, bytes(body)) and self._queue(channel).empty():
+            # an agent's follow-up that nobody scripted: the short reply. A stream already
+            # queued for the channel (a test or a program that scripts the next answer) is
+            # served instead, in order, as every other request's.
+            await _serve_reply(send, protocol)
+            return
         while True:
             try:
                 stream = await asyncio.wait_for(self._queue(channel).get(), timeout=30)
