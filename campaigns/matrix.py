@@ -36,7 +36,7 @@ import os
 import platform
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -516,9 +516,14 @@ def _measured_on(m: Matrix) -> str:
 
 
 def _row_title(r: RowResult) -> str:
-    version = f" {r.version}" if r.version else ""
-    overrides = ", ".join(f"{k} {v}" for k, v in r.row.overrides)
-    return f"{r.row.library}{version} · {r.row.protocol} · {r.row.surface}" + (f" ({overrides})" if overrides else "")
+    return _title(r.row.library, r.version, r.row.protocol, r.row.surface, r.row.overrides)
+
+
+def _title(library: str, version: str | None, protocol: str, surface: str, overrides: Iterable[tuple[str, Any]]) -> str:
+    """A row's title, the same in every view and in the README's summary: library and
+    version, protocol, surface, and the row's option overrides (sorted by name)."""
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(overrides))
+    return f"{library}{f' {version}' if version else ''} · {protocol} · {surface}" + (f" ({shown})" if shown else "")
 
 
 def _runtimes(m: Matrix) -> str:
@@ -678,9 +683,13 @@ def _groups(rows: Sequence[RowResult]) -> list[tuple[str, list[RowResult]]]:
     the yardstick) first, then each ecosystem's library rows under its title."""
     groups: dict[str, list[RowResult]] = {}
     for r in rows:
-        key = "" if r.row.library == "callsafe" else GROUP_TITLES.get(r.row.ecosystem, r.row.ecosystem)
-        groups.setdefault(key, []).append(r)
+        groups.setdefault(_group_title(r.row.library, r.row.ecosystem), []).append(r)
     return list(groups.items())
+
+
+def _group_title(library: str, ecosystem: str) -> str:
+    """The group a row is listed under: none for callsafe's own rows, else its ecosystem's."""
+    return "" if library == "callsafe" else GROUP_TITLES.get(ecosystem, ecosystem)
 
 
 _CSS: Final = """
@@ -870,6 +879,7 @@ def matrix_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
         "rows": [
             {
                 "spec": r["spec"],
+                "library": r["library"],
                 "ecosystem": r.get("ecosystem", "python"),
                 "title": _summary_title(r),
                 "available": r["available"],
@@ -884,10 +894,7 @@ def matrix_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _summary_title(r: Mapping[str, Any]) -> str:
-    version = f" {r['version']}" if r.get("version") else ""
-    overrides = ", ".join(f"{k} {v}" for k, v in sorted(r.get("options", {}).items()))
-    title = f"{r['library']}{version} · {r['protocol']} · {r['surface']}"
-    return title + (f" ({overrides})" if overrides else "")
+    return _title(r["library"], r.get("version"), r["protocol"], r["surface"], r.get("options", {}).items())
 
 
 def readme_table(summary: Mapping[str, Any]) -> str:
@@ -909,8 +916,7 @@ def readme_table(summary: Mapping[str, Any]) -> str:
     lines += ["|" + "---|" * (len(ids) + 1)]
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for r in summary["rows"]:
-        own = r["spec"].startswith(("reference", "guard"))
-        groups.setdefault("" if own else GROUP_TITLES.get(r["ecosystem"], r["ecosystem"]), []).append(r)
+        groups.setdefault(_group_title(r["library"], r["ecosystem"]), []).append(r)
     for group, members in groups.items():
         if group:
             lines.append(f"| **{group}** |" + " |" * len(ids))

@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 
 from callsafe.model.leaks import withhold_path
 from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
-from callsafe.model.system import Reading, Semantics, Step, run_semantics
+from callsafe.model.system import LONE_SURROGATE, Reading, Semantics, Step, run_semantics
 from callsafe.model.vocabulary import (
     BusinessValidated,
     CallKey,
@@ -178,7 +178,7 @@ def _merge(
 
 
 # What the model's parse records for a call refused for a lone surrogate alone.
-_LONE_SURROGATE: Final = "malformed: lone surrogate in arguments"
+_LONE_SURROGATE: Final = f"malformed: {LONE_SURROGATE}"
 
 
 def _readings(trace: Trace, primary: Semantics) -> list[Semantics]:

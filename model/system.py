@@ -67,6 +67,7 @@ E = CallEvent
 __all__ = [
     "BROADCASTS",
     "GUARDS",
+    "LONE_SURROGATE",
     "MODEL_READING",
     "RESTART_KEEPS",
     "Broadcast",
@@ -433,6 +434,7 @@ def _has_lone_surrogate(value: Any) -> bool:
 # So is text with many containers: the walk recurses per level and runs out of stack on
 # values nested a few hundred deep (a RecursionError, not a ParseFailure), and skipping it
 # there would change that outcome; 64 containers nest at most 64 deep, far from any limit.
+LONE_SURROGATE: Final = "lone surrogate in arguments"  # the parse failure (the oracle's readings key on it)
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 _WALK_FREE_CONTAINERS: Final = 64
 
@@ -455,7 +457,7 @@ def strict_parse(text: str, *, lone_surrogate_escapes: bool = False) -> dict[str
     and walks the parsed value only when the text holds a surrogate escape or many
     containers."""
     if not text.isascii() and _has_lone_surrogate(text):
-        raise ParseFailure("lone surrogate in arguments")
+        raise ParseFailure(LONE_SURROGATE)
     try:
         if isinstance(text, str) and not text.startswith("\ufeff"):
             value = _DECODER.decode(text)
@@ -477,7 +479,7 @@ def strict_parse(text: str, *, lone_surrogate_escapes: bool = False) -> dict[str
     except RecursionError:
         raise ParseFailure("arguments nested too deep") from None
     if lone:
-        raise ParseFailure("lone surrogate in arguments")
+        raise ParseFailure(LONE_SURROGATE)
     return value
 
 

@@ -78,12 +78,7 @@ class ProgramRow:
         ``package.json`` npm installed."""
         if self.ecosystem == "python":
             return library_version(self.library)
-        manifest = NODE_DIR / "node_modules" / self.library / "package.json"
-        try:
-            version = json.loads(manifest.read_text(encoding="utf-8")).get("version")
-        except (OSError, ValueError):
-            return None
-        return version if isinstance(version, str) else None
+        return _npm_version(self.library)
 
     def dependency_versions(self) -> dict[str, str]:
         """The installed versions of the npm packages the row also needs (a provider package
@@ -91,15 +86,8 @@ class ProgramRow:
         they are judged with the library, so the matrix records them too."""
         if self.ecosystem != "node":
             return {}
-        out: dict[str, str] = {}
-        for name in self.needs:
-            try:
-                version = json.loads((NODE_DIR / "node_modules" / name / "package.json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if isinstance(version.get("version"), str):
-                out[name] = version["version"]
-        return out
+        versions = {name: _npm_version(name) for name in self.needs}
+        return {name: version for name, version in versions.items() if version is not None}
 
     def unavailable(self) -> str | None:
         """Why this row cannot run here, or ``None``: what is missing, and how to get it."""
@@ -117,6 +105,16 @@ class ProgramRow:
             if arg.endswith(".js") and not Path(arg).is_file():
                 return f"{Path(arg).relative_to(NODE_DIR)} is not built (cd adapters/node && npm run build)"
         return None
+
+
+def _npm_version(package: str) -> str | None:
+    """The version in the ``package.json`` npm installed for ``package``, or ``None``."""
+    try:
+        manifest = json.loads((NODE_DIR / "node_modules" / package / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    version = manifest.get("version") if isinstance(manifest, dict) else None
+    return version if isinstance(version, str) else None
 
 
 @functools.cache
