@@ -18,7 +18,8 @@ path; afterwards everything is put back as it was. Modules outside the group (th
 ``errors``, the SQL stores) stay the shared pure ones, so a ``StoreError`` is the same
 class on both sides, and so is every event and observation. The compiled ``ReferenceTarget`` runs the
 memory store only: the SQL stores are imported by it lazily, and would be the pure ones,
-which know only the pure effects.
+which know only the pure effects (the build types the compiled driver's store as the
+compiled ``MemoryStore``, so it refuses any other store when it is built).
 
 A build that no longer matches its sources is refused (:func:`unavailable` says why): the
 build records a digest of every source file it compiled, so a compiled core can never

@@ -123,3 +123,96 @@ def test_a_missing_or_stale_build_is_refused_with_its_reason(tmp_path: Path, mon
     assert "older than the source of reference_impl.core" in (_fast.unavailable() or "")
     stamp.write_text(json.dumps({"python": "3.0.0", "sources": sources}))
     assert "built for Python 3.0.0" in (_fast.unavailable() or "")
+
+
+def test_the_compiled_driver_is_typed_for_the_memory_store() -> None:
+    """The build's second change (no build needed to check it): the driver's copy takes a
+    :class:`MemoryStore`, the only store the compiled group's effects fit, so its store
+    calls are native; a driver whose source no longer has the line is refused, not
+    silently compiled without it."""
+    script = _build_script()
+    original = _fast.source_path("reference_impl.driver").read_text()
+    source = script.with_memory_store_driver(original)
+    assert source != original
+    copy = ModuleType("callsafe.reference_impl._copy_of_driver")
+    sys.modules[copy.__name__] = copy
+    try:
+        exec(compile(source, "<copy of driver>", "exec"), copy.__dict__)
+    finally:
+        del sys.modules[copy.__name__]
+    assert inspect.signature(copy.Driver.__init__).parameters["store"].annotation == "MemoryStore"
+    assert copy.MemoryStore is importlib.import_module("callsafe.reference_impl.memory_store").MemoryStore
+    with pytest.raises(ValueError, match="store: Store"):
+        script.with_memory_store_driver(original.replace("        store: Store,\n", "        store: Any,\n"))
+
+
+def test_the_compiled_driver_refuses_another_store(fast: dict[str, ModuleType]) -> None:
+    """Typed for the memory store, the compiled driver says so at once for any other
+    store (the SQL stores know only the pure effects), rather than failing mid-stream."""
+    from callsafe.model.vocabulary import Limits
+
+    core = fast["callsafe.reference_impl.core"].Core({}, Limits())
+    driver_class = fast["callsafe.reference_impl.driver"].Driver
+    store_class = fast["callsafe.reference_impl.memory_store"].MemoryStore
+    services: dict[str, Any] = {
+        "executor": lambda *a: None,
+        "business_validator": lambda *a: None,
+        "observe": lambda o: None,
+        "step": lambda: 0,
+        "clock": lambda: 0.0,
+    }
+    assert driver_class(core, store_class(), **services).store is not None
+    with pytest.raises(TypeError):
+        driver_class(core, pure_memory_store(), **services)
+
+
+def pure_memory_store() -> Any:
+    from callsafe.reference_impl.memory_store import MemoryStore
+
+    return MemoryStore()
+
+
+def test_the_driver_copy_builds_the_observations_the_model_classes_build() -> None:
+    """The build's third change (no build needed to check it): in the driver's copy, each
+    status and ledger row is built by ``_observed``; run, the copy's driver reports
+    observations equal to the pure driver's, of the same classes, with the same instance
+    dictionaries (fields in the same order), so the harness cannot tell them apart."""
+    from callsafe.model.vocabulary import CallKey, LedgerRow, StatusShown
+    from callsafe.reference_impl.effects import Ledger, LedgerEntry, Status
+
+    script = _build_script()
+    original = _fast.source_path("reference_impl.driver").read_text()
+    source, count = script.with_observations_built(original)
+    assert count == 2 and "_observed(LedgerRow, {" in source and "_observed(StatusShown, {" in source
+    copy = ModuleType("callsafe.reference_impl._copy_of_driver")
+    sys.modules[copy.__name__] = copy
+    try:
+        exec(compile(source, "<copy of driver>", "exec"), copy.__dict__)
+    finally:
+        del sys.modules[copy.__name__]
+    key = CallKey("acme", "t1", "r1", "i1", "c1")
+    effects = [
+        Status("t1", "done"),
+        Ledger(LedgerEntry(key, 3, None, "ok", "ok", "dispatched", "00-ab")),
+        Status("t1", "x"),
+    ]
+    seen: dict[str, list[Any]] = {"pure": [], "copy": []}
+    for side, module in (("pure", importlib.import_module("callsafe.reference_impl.driver")), ("copy", copy)):
+        steps = iter(range(100)).__next__
+        driver = module.Driver(
+            object.__new__(module.Core),
+            pure_memory_store(),
+            executor=lambda *a: None,
+            business_validator=lambda *a: None,
+            observe=seen[side].append,
+            step=steps,
+            clock=lambda: 0.0,
+        )
+        for effect in effects:
+            driver._perform(effect)
+    assert [type(o) for o in seen["copy"]] == [StatusShown, LedgerRow, StatusShown]
+    assert seen["copy"] == seen["pure"]
+    assert [list(vars(o).items()) for o in seen["copy"]] == [list(vars(o).items()) for o in seen["pure"]]
+    assert [hash(o) for o in seen["copy"]] == [hash(o) for o in seen["pure"]]
+    with pytest.raises(ValueError, match="plain frozen dataclass"):
+        script.observation_fields("TraceFormatError")  # not a dataclass: its __init__ is not the generated one

@@ -7,7 +7,7 @@ temporary folder named ``callsafe`` (the repository root is the package), compil
 stamp of the sources they came from into ``build/fast/``; ``callsafe._fast.load`` refuses a
 build whose stamp no longer matches the sources. Nothing imports the build unless asked to.
 
-One mechanical change is made to the copies, never to the sources: every non-frozen
+Two mechanical changes are made to the copies, never to the sources. First, every non-frozen
 dataclass of a compiled module gets the ``__init__`` that :mod:`dataclasses` would generate,
 written out (the same parameters, in the same order, with the same defaults, and a call of
 ``__post_init__`` when the class has one). Why: mypyc compiles a dataclass's class but not
@@ -17,6 +17,15 @@ class's descriptors (slower than a pure instance); with it they are built native
 ``@dataclass`` still supplies ``__eq__`` and ``__repr__`` (it never replaces a method the
 class defines). A class whose fields are not exactly its own annotations (inherited fields,
 ``field(...)``, ``ClassVar``, ``InitVar``) is left as it is.
+
+Second, the driver's copy takes its store as a :class:`MemoryStore` instead of the
+:class:`Store` protocol (:func:`with_memory_store_driver`). Why: a call through a protocol
+is a generic Python method call from compiled code (the arguments boxed, the method looked
+up by name), and the driver makes one per fragment (the progress write); typed with the
+compiled class, it is a native call. It restricts nothing the build could do before: the
+compiled group's effects are native classes only the compiled memory store knows (the SQL
+stores stay pure, see :mod:`callsafe._fast`), and the compiled driver now refuses any other
+store when it is built rather than at its first write.
 """
 
 from __future__ import annotations
@@ -45,11 +54,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="callsafe-fast-") as tmp:
         stage = Path(tmp)
         _copy_package(stage / "callsafe")
-        written = 0
+        written = observations = 0
         paths = [f"callsafe/{name.replace('.', '/')}.py" for name in fast.COMPILED]
         for rel in paths:
             path = stage / rel
             source, count = with_dataclass_inits(path.read_text(encoding="utf-8"))
+            if rel == DRIVER:
+                source, observations = with_observations_built(with_memory_store_driver(source))
             path.write_text(source, encoding="utf-8")
             written += count
         out = stage / "out"
@@ -71,7 +82,10 @@ def main() -> int:
     (build_dir / fast.STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
     built = sorted(p.relative_to(build_dir).as_posix() for p in build_dir.rglob("*.so"))
     seconds = time.perf_counter() - started
-    print(f"compiled {len(fast.COMPILED)} modules ({written} dataclass __init__ written out) into {build_dir}")
+    print(
+        f"compiled {len(fast.COMPILED)} modules ({written} dataclass __init__ written out, the driver typed for the "
+        f"memory store, {observations} observation calls built directly) into {build_dir}"
+    )
     print(f"in {seconds:.0f} s:")
     for name in built:
         print(f"  {name}")
@@ -166,6 +180,95 @@ def with_dataclass_inits(source: str) -> tuple[str, int]:
     for end, text in sorted(inserts, reverse=True):
         lines.insert(end, text)
     return "".join(lines), len(inserts)
+
+
+DRIVER = "callsafe/reference_impl/driver.py"
+_STORE_PARAMETER = "        store: Store,\n"
+_STORE_IMPORT = "from callsafe.reference_impl.store import ClaimResult, Store\n"
+
+
+def with_memory_store_driver(source: str) -> str:
+    """The driver's source with its store typed as the :class:`MemoryStore` it is given in
+    the compiled build (see the module docstring); raises ValueError when the lines this
+    rewrites are not there (the driver changed: the build must not silently skip it)."""
+    if source.count(_STORE_PARAMETER) != 1 or source.count(_STORE_IMPORT) != 1:
+        raise ValueError("driver.py no longer declares `store: Store` as this build expects")
+    source = source.replace(_STORE_PARAMETER, "        store: MemoryStore,\n")
+    return source.replace(
+        _STORE_IMPORT, _STORE_IMPORT + "from callsafe.reference_impl.memory_store import MemoryStore\n"
+    )
+
+
+# The observations the driver makes for every small call (a status twice, a ledger row):
+# model classes, shared with the harness, so never compiled (see callsafe._fast).
+OBSERVED = ("LedgerRow", "StatusShown")
+_OBSERVED_HELPER = """
+
+import typing as _typing
+
+_Observed = _typing.TypeVar("_Observed")
+
+
+def _observed(cls: type[_Observed], fields: dict[str, Any]) -> _Observed:
+    # written by tools/build_fast.py: the object dataclasses' __init__ would build
+    obj = object.__new__(cls)
+    object.__setattr__(obj, "__dict__", fields)
+    return obj
+"""
+
+
+def observation_fields(name: str) -> tuple[str, ...]:
+    """The fields of the model's observation class ``name``, in order, checked to be a
+    class whose generated ``__init__`` does nothing but set them: a frozen dataclass with
+    a ``__dict__``, no ``__post_init__``, every field an ``__init__`` parameter."""
+    import dataclasses
+
+    from callsafe.model import vocabulary
+
+    cls = getattr(vocabulary, name)
+    params = getattr(cls, "__dataclass_params__", None)
+    fields = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+    if (
+        params is None
+        or not params.frozen
+        or hasattr(cls, "__slots__")
+        or hasattr(cls, "__post_init__")
+        or cls.__init__.__code__.co_filename != "<string>"
+        or not all(f.init for f in fields)
+    ):
+        raise ValueError(f"{name} is no longer a plain frozen dataclass: its __init__ cannot be written out")
+    return tuple(f.name for f in fields)
+
+
+def with_observations_built(source: str) -> tuple[str, int]:
+    """``source`` (the driver's) with each call of an :data:`OBSERVED` class that passes
+    every field by position replaced by ``_observed(cls, {field: value, ...})``, which
+    builds the very object the class's generated ``__init__`` builds (the same class, the
+    same instance dictionary in the same order) without its ``object.__setattr__`` per
+    field, interpreted, that a frozen dataclass pays; and how many calls it replaced.
+    Arguments are evaluated in the same order, once each."""
+    fields = {name: observation_fields(name) for name in OBSERVED}
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    edits: list[tuple[int, int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in fields):
+            continue
+        names = fields[node.func.id]
+        if node.keywords or len(node.args) != len(names) or any(isinstance(a, ast.Starred) for a in node.args):
+            continue
+        values = [ast.get_source_segment(source, a) for a in node.args]
+        if node.end_lineno is None or node.end_col_offset is None or any(v is None for v in values):
+            continue
+        pairs = ", ".join(f"{n!r}: {v}" for n, v in zip(names, values, strict=True))
+        start = starts[node.lineno - 1] + len(lines[node.lineno - 1].encode()[: node.col_offset].decode())
+        end = starts[node.end_lineno - 1] + len(lines[node.end_lineno - 1].encode()[: node.end_col_offset].decode())
+        edits.append((start, end, f"_observed({node.func.id}, {{{pairs}}})"))
+    for start, end, text in sorted(edits, reverse=True):
+        source = source[:start] + text + source[end:]
+    return (source + _OBSERVED_HELPER if edits else source), len(edits)
 
 
 def _fast_module() -> Any:
