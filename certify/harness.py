@@ -86,6 +86,7 @@ from callsafe.generators.domain import Domain
 from callsafe.generators.edges import edge_traces
 from callsafe.generators.exhaustive import Bound
 from callsafe.generators.needs import exhaustive_controls
+from callsafe.generators.store_faults import store_fault_traces
 from callsafe.generators.walks import walk_configs
 from callsafe.model.invariants import INVARIANTS
 from callsafe.model.vocabulary import Trace, TraceFormatError
@@ -451,7 +452,13 @@ def _plan(
         elif name == "edges":
             # part of the rich concrete domain: the plain domain (and a wire) has none
             traces = list(edge_traces()) if domain.rich else []
+            # store faults need a store that can be made to fail; elsewhere they are not run
+            faults = domain.rich and "store_faults" in capabilities
+            if faults:
+                traces += store_fault_traces()
             stats.info = {"families": sorted({t.name.split(":")[0] for t in traces})}
+            if domain.rich and not faults:
+                stats.info["not run"] = {"edges/faults": "needs the store_faults capability"}
         elif name == "synthesis":
             traces = _synthesised()
             stats.info = {"traces": [f"{t.name}: {t.source}" for t in traces]}

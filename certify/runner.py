@@ -44,6 +44,7 @@ from callsafe.model.vocabulary import (
     Limits,
     Observation,
     Restart,
+    StoreFault,
     ToolChanged,
     ToolSpec,
     Trace,
@@ -119,6 +120,14 @@ class Run:
     # acted, so that a run can be judged under another reading of the same payloads
     # (:mod:`callsafe.certify.wire_readings`).
     wire_clock: list[int] = field(default_factory=list)
+    # Inputs the target refused while its store was down (a lasting StoreFault), each
+    # delivered again: (step, what it raised). A refusal there is the target failing
+    # closed, not a target error; refusing again once the store is back is one.
+    refusals: list[tuple[int, str]] = field(default_factory=list)
+
+
+# How often an input a lasting store fault met is delivered again after its refusal.
+REDELIVERIES = 3
 
 
 class _Catalog(dict[str, ToolSpec]):
@@ -152,6 +161,7 @@ class _Delivery:
         self.fed = 0  # payloads handed to receive_wire so far (see Run.wire_clock)
         self.depth = 0  # nesting of deliveries (re-entrant from inside the validator)
         self.pending: list[tuple[int, Event]] = []
+        self.store_down = False  # a lasting StoreFault waits for the next input
 
     def deliver(self, index: int, event: Event) -> None:
         previous = self.step
@@ -162,9 +172,15 @@ class _Delivery:
         self.depth += 1
         try:
             if isinstance(event, Restart):
+                self.store_down = False  # a crash ends the fault's input too (the model's reading)
                 self._restart(index)
+            elif isinstance(event, StoreFault):
+                self._store_fault(index, event)
             elif self.plan is not None:
                 self._deliver_wire(index, previous, event, self.plan)
+            elif self.store_down:
+                self.store_down = False
+                self._receive_after_fault(index, event)
             else:
                 self.target.receive(event)
         except _ProcessCrash as crash:
@@ -203,6 +219,35 @@ class _Delivery:
                 wire.end_stream()
             except Exception as exc:
                 self.run.errors.append(error_from_exception(exc, "end_stream", index))
+
+    def _store_fault(self, index: int, event: StoreFault) -> None:
+        """Arm the target's store fault for the next input (the ``store_faults`` capability)."""
+        self.step = index
+        arm = getattr(self.target, "store_fault", None)
+        if arm is None:
+            raise TypeError(f"target {self.target.name!r} declares store_faults but has no store_fault() method")
+        arm(event.lasting, event.after)
+        self.store_down = event.lasting
+
+    def _receive_after_fault(self, index: int, event: Event) -> None:
+        """The input a lasting store fault meets: a typed refusal is the target failing
+        closed, so it is delivered again, up to :data:`REDELIVERIES` times, as a caller
+        does after a refusal (the store is back by then); still refused, the last refusal
+        is a target error."""
+        try:
+            self.target.receive(event)
+            return
+        except Exception as exc:  # refused while the store was down: failing closed
+            self.run.refusals.append((index, f"{type(exc).__name__}: {exc}"[:300]))
+            last: Exception = exc
+        for _ in range(REDELIVERIES):
+            try:
+                self.target.receive(event)
+                return
+            except Exception as exc:
+                self.run.refusals.append((index, f"{type(exc).__name__}: {exc}"[:300]))
+                last = exc
+        raise last
 
     def _restart(self, index: int) -> None:
         self.step = index

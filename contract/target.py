@@ -54,6 +54,7 @@ CAPABILITIES: Final = frozenset(
         "business_validation",  # calls the harness's business validator once per final call
         "catalog_changes",  # validates against the catalog as it stands
         "turn_binding",  # binds calls to turn, actor and tenant
+        "store_faults",  # store_fault(): its store can be made to fail (StoreFault events)
     }
 )
 
@@ -102,6 +103,14 @@ class Target(Protocol):
 
     def restart(self) -> None:
         """Simulate a process restart: drop everything in memory, reopen the store."""
+
+    # Optional, with the ``store_faults`` capability:
+    #
+    #   def store_fault(self, lasting: bool, after: int) -> None:
+    #       """Make the store fail while the next receive() runs (see
+    #       callsafe.model.vocabulary.StoreFault): transiently, after ``after`` operations,
+    #       as many times in a row as this target's retries absorb; or (``lasting``) every
+    #       operation, until that receive() returns."""
 
     def close(self) -> None:
         """End the run and release resources."""

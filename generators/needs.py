@@ -22,6 +22,7 @@ from callsafe.model.vocabulary import (
     QuarantineResponse,
     Restart,
     StopTenant,
+    StoreFault,
     ToolChanged,
     Trace,
     TurnStarted,
@@ -70,6 +71,8 @@ def needed_capabilities(trace: Trace) -> frozenset[str]:
             needs.add("confirmation")
         elif isinstance(event, Restart):
             needs.add("restart")
+        elif isinstance(event, StoreFault):
+            needs.add("store_faults")
         elif isinstance(event, ToolChanged):
             needs.add("catalog_changes")
         elif isinstance(event, TurnStarted) and event.turn not in turns:

@@ -37,6 +37,7 @@ from callsafe.model.vocabulary import (
     Restart,
     StatusShown,
     StopTenant,
+    StoreFault,
     Trace,
     TurnStarted,
 )
@@ -416,6 +417,22 @@ def _accepted_by(reading: Oracle, key: CallKey, step: int) -> int:
     return sum(1 for s in reading.semantics.steps if s.key == key and s.event is E.FRAGMENT and s.step <= step)
 
 
+def _crash_steps(trace: Trace) -> list[int]:
+    """The steps where a process may have lost its memory: each restart, and each input a
+    lasting store fault met (failing closed there is a restart's taking the store's word
+    back, which may forget what the store never held, as a restart may)."""
+    steps = []
+    delivered = trace.delivered()
+    for i, event in enumerate(delivered):
+        if isinstance(event, Restart):
+            steps.append(i)
+        elif isinstance(event, StoreFault) and event.lasting:
+            later = next((j for j in range(i + 1, len(delivered)) if not isinstance(delivered[j], StoreFault)), None)
+            if later is not None:
+                steps.append(later)
+    return steps
+
+
 def check_ledger(ctx: Context) -> Iterable[Violation]:
     rows: dict[CallKey, list[LedgerRow]] = defaultdict(list)
     for obs in ctx.observations:
@@ -427,7 +444,7 @@ def check_ledger(ctx: Context) -> Iterable[Violation]:
     for record in ctx.records_everywhere(lambda r: r.state in (State.CANCELLED, State.FAILED)):
         if not rows.get(record.key):
             yield Violation("INV-LEDGER", f"no ledger row for a refused call ({record.why})", record.key)
-    restarts = [i for i, event in enumerate(ctx.trace.delivered()) if isinstance(event, Restart)]
+    restarts = _crash_steps(ctx.trace)
     terminal_at = _terminal_steps(ctx)
     for record in ctx.records_everywhere(lambda r: r.state in TERMINAL_STATES):
         if rows.get(record.key):

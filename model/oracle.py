@@ -7,8 +7,9 @@ For each call key the trace mentions, the oracle gives a :class:`Verdict`:
 * ``must_not``: never execute, for the stated reason;
 * ``may``: the spec allows a choice: where the readings of the spec the oracle allows
   (:class:`~callsafe.model.system.Reading`) judge the call differently. Fragments that
-  arrived out of position order ("reject or reassemble by documented position"), and bytes
-  that arrive for a call after it ended, counted against the turn's cap or not. Execution,
+  arrived out of position order ("reject or reassemble by documented position"), bytes
+  that arrive for a call after it ended, counted against the turn's cap or not, and an
+  input met by a lasting store fault, failed closed or rolled back. Execution,
   if any, must use the arguments of the reading that runs the call.
 
 The verdicts come from :mod:`callsafe.model.system`, which applies the lifecycle table
@@ -184,8 +185,9 @@ _LONE_SURROGATE: Final = f"malformed: {LONE_SURROGATE}"
 def _readings(trace: Trace, primary: Semantics) -> list[Semantics]:
     """The other readings that could judge ``trace`` otherwise, run: rejecting
     out-of-order fragments when a call received some, counting bytes that arrive for
-    ended calls when such bytes could tip a turn over its cap, and taking lone surrogate
-    escapes as code points when a call was refused for one."""
+    ended calls when such bytes could tip a turn over its cap, taking lone surrogate
+    escapes as code points when a call was refused for one, and rolling back an input met
+    by a lasting store fault when the trace has one."""
     runs = [primary]
     if any(c.out_of_order for c in primary.state.calls.values()):
         runs.append(run_semantics(trace, Reading(reject_out_of_order=True)))
@@ -195,6 +197,10 @@ def _readings(trace: Trace, primary: Semantics) -> list[Semantics]:
     if any(c.parse == _LONE_SURROGATE for sem in runs for c in sem.state.calls.values()):
         runs += [
             run_semantics(trace, dataclasses.replace(sem.reading, lone_surrogate_escapes=True)) for sem in list(runs)
+        ]
+    if primary.lasting_store_faults:
+        runs += [
+            run_semantics(trace, dataclasses.replace(sem.reading, store_fault_rolls_back=True)) for sem in list(runs)
         ]
     return runs[1:]
 

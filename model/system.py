@@ -55,6 +55,7 @@ from callsafe.model.vocabulary import (
     ResponseTerminal,
     Restart,
     StopTenant,
+    StoreFault,
     TextFragment,
     ToolChanged,
     ToolSpec,
@@ -605,11 +606,17 @@ class Reading:
     * ``lone_surrogate_escapes``: an escape ``\\uD800``..``\\uDFFF`` that pairs with
       nothing is a string's code point, not malformed data. The JSON grammar admits it, and
       RFC 8259 section 8.2 calls the behaviour of receivers "unpredictable" (RFC 7493, I-JSON,
-      forbids it); the spec says only that malformed data never runs. The model refuses it."""
+      forbids it); the spec says only that malformed data never runs. The model refuses it.
+    * ``store_fault_rolls_back``: an input met by a lasting store fault
+      (:class:`~callsafe.model.vocabulary.StoreFault`) is rolled back cleanly and taken
+      again as if nothing had happened. The spec says nothing of store failure; the model
+      fails closed as a crash would: what was in flight when the store failed fails (the
+      restart broadcast), and the input is then taken again."""
 
     reject_out_of_order: bool = False
     count_after_end: bool = False
     lone_surrogate_escapes: bool = False
+    store_fault_rolls_back: bool = False
 
     def describe(self) -> str:
         parts = []
@@ -619,6 +626,8 @@ class Reading:
             parts.append("bytes after a call ended counted against the turn cap")
         if self.lone_surrogate_escapes:
             parts.append("lone surrogate escapes accepted")
+        if self.store_fault_rolls_back:
+            parts.append("an input met by a lasting store fault rolled back, not failed closed")
         return ", ".join(parts) or "the model's reading"
 
 
@@ -669,6 +678,9 @@ class Semantics:
         # otherwise by counting more of them.
         self.late_bytes: dict[str, int] = {}
         self.offered_bytes: dict[str, int] = {}
+        # A lasting store fault was announced: the next input meets it (StoreFault).
+        self._store_down = False
+        self.lasting_store_faults = 0
 
     # -- driving -------------------------------------------------------------------
 
@@ -724,6 +736,15 @@ class Semantics:
 
     def apply(self, event: Event) -> None:
         s = self.state
+        if self._store_down and not isinstance(event, StoreFault):
+            self._store_down = False
+            # the input the store failed on; a restart there is a crash anyway
+            if not self.reading.store_fault_rolls_back and not isinstance(
+                event, Restart
+            ):  # failed closed: as a crash, then the input again
+                for call in list(s.calls.values()):
+                    if call.state not in TERMINAL_STATES:
+                        self.fire(call, E.RESTART, "interrupted by a store fault")
         for rule in BROADCASTS:
             if isinstance(event, rule.event_type):
                 for call in list(s.calls.values()):
@@ -870,6 +891,13 @@ class Semantics:
 
     def _on_restart(self, ev: Restart) -> None:
         """Everything durable stays; unfinished buffers were failed by the broadcast."""
+
+    def _on_store_fault(self, ev: StoreFault) -> None:
+        """A transient fault changes nothing; a lasting one meets the next input (see
+        :meth:`apply` and :attr:`Reading.store_fault_rolls_back`)."""
+        if ev.lasting:
+            self._store_down = True
+            self.lasting_store_faults += 1
 
     # -- internal steps ------------------------------------------------------------
 

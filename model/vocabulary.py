@@ -44,6 +44,7 @@ __all__ = [
     "Restart",
     "StatusShown",
     "StopTenant",
+    "StoreFault",
     "TextFragment",
     "ToolChanged",
     "ToolSpec",
@@ -296,6 +297,41 @@ class Restart(Event):
     during_validation: bool = False
 
 
+@dataclass(frozen=True)
+class StoreFault(Event):
+    """The implementation's durable store fails while the *next* input is delivered (a
+    capability of its own, ``store_faults``: only a target with a store can take it).
+
+    * ``lasting=False``: a hiccup the implementation is expected to ride out. The store's
+      operations of the next input, after the first ``after`` of them, fail with a
+      transient fault (a held lock) as many times in a row as the target's own retries
+      absorb, and then work. Nothing the spec judges may differ from the same trace
+      without the fault.
+    * ``lasting=True``: every store operation of the next input fails (``after`` must be
+      0), and the store is back once that delivery returns. The implementation may
+      refuse that input with a typed error; the harness then delivers it again (up to
+      three times, as a caller does after a refusal). The spec is silent on store failure,
+      so the oracle allows two readings (:class:`~callsafe.model.system.Reading`): the
+      implementation fails closed as a crash would (what it had in flight fails, as at a
+      restart) and then takes the input again, or it rolls the input back cleanly and
+      takes it again as if nothing had happened. It may never run a call whose claim the
+      store did not take, nor run one twice.
+
+    Why a trace event rather than a harness setting: where the fault lands (before which
+    input, after how many store operations of it) is what tells a retry loop, a claim's
+    retry and a resync after a lost write apart, and a trace file must replay it."""
+
+    kind: ClassVar[str] = "store_fault"
+    lasting: bool = False
+    after: int = 0
+
+    def __post_init__(self) -> None:
+        if self.after < 0:
+            raise TraceFormatError(f"store_fault: 'after' counts store operations, got {self.after}")
+        if self.lasting and self.after:
+            raise TraceFormatError("store_fault: a lasting fault takes every store operation of the input (after=0)")
+
+
 EVENT_TYPES: Final[dict[str, type[Event]]] = {
     cls.kind: cls
     for cls in (
@@ -314,6 +350,7 @@ EVENT_TYPES: Final[dict[str, type[Event]]] = {
         DisableTool,
         StopTenant,
         Restart,
+        StoreFault,
     )
 }
 

@@ -288,9 +288,10 @@ def _handshake(message: Mapping[str, Any]) -> Handshake:
     capabilities = message.get("capabilities")
     if not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities):
         raise ProtocolError("'capabilities' must be a list of strings")
-    unknown = set(capabilities) - CAPABILITIES
+    offered = CAPABILITIES - {"store_faults"}  # the protocol has no message that makes a store fail
+    unknown = set(capabilities) - offered
     if unknown:
-        raise ProtocolError(f"unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
+        raise ProtocolError(f"unknown capabilities {sorted(unknown)}; known over the protocol: {sorted(offered)}")
     name, reads = message.get("name"), message.get("reads")
     if not isinstance(name, str) or not isinstance(reads, str):
         raise ProtocolError("'name' and 'reads' must be strings")

@@ -49,7 +49,9 @@ GUARD_STORES: Final = ("memory", "sqlite", "postgres")
 class GuardTarget:
     """A :class:`~callsafe.guard.Guard` behind the Target contract, reading ``protocol``."""
 
-    capabilities: frozenset[str] = CAPABILITIES
+    # no store_fault(): the guard's stores are the reference's, whose fault handling the
+    # reference target is certified with
+    capabilities: frozenset[str] = CAPABILITIES - {"store_faults"}
 
     def __init__(self, store: str = "memory", protocol: str = "openai-chat", *, dsn: str | None = None) -> None:
         from callsafe.providers import registry

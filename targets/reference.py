@@ -42,6 +42,7 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ from callsafe.reference_impl.effects import Effect
 from callsafe.reference_impl.errors import StoreError
 from callsafe.reference_impl.memory_store import MemoryStore
 from callsafe.reference_impl.store import Store
+from callsafe.targets.store_faults import FaultPlan, FaultyStore
 
 __all__ = ["STORES", "ReferenceTarget", "factory"]
 
@@ -172,6 +174,9 @@ class ReferenceTarget:
     # The assembler core this target boots (the mutant zoo swaps in a subclass of it with
     # one small change, and everything around it stays the shipped reference).
     core_class: type[Core] = Core
+    # How often the driver retries a transient store fault (a transient StoreFault fails
+    # this many operations in a row).
+    store_retries = 3
 
     def __init__(
         self,
@@ -205,6 +210,8 @@ class ReferenceTarget:
         # receive() is on the per-fragment path: it calls these two, bound at boot
         self._decide: Callable[[Event], Sequence[Effect]] = _not_started
         self._run: Callable[[Sequence[Effect]], None] = _ignore
+        self._fault: FaultPlan | None = None  # armed by store_fault() for the next input
+        self._faulting = False
 
     # -- Target ------------------------------------------------------------------------
 
@@ -234,9 +241,45 @@ class ReferenceTarget:
             self._create = False
 
     def receive(self, event: Event) -> None:
-        self._run(self._decide(event))
+        if self._fault is not None:
+            self._receive_faulty(event)
+        elif self.driver is not None and self.driver.stale:
+            # the store failed and could not be read back: take its word first, then decide
+            self.driver.receive(event)
+        else:
+            self._run(self._decide(event))
+
+    def store_fault(self, lasting: bool, after: int) -> None:
+        """The ``store_faults`` capability: the store fails while the next input is
+        delivered (:class:`~callsafe.model.vocabulary.StoreFault`): a transient fault
+        :attr:`store_retries` times in a row, which the driver's retries absorb, or every
+        operation."""
+        self._fault = FaultPlan(lasting, after, self.store_retries)
+
+    def _receive_faulty(self, event: Event) -> None:
+        plan, self._fault = self._fault, None
+        driver = self.driver
+        if plan is None or driver is None:
+            self._run(self._decide(event))
+            return
+        store = driver.store
+        driver.store = FaultyStore(store, plan)
+        self._faulting = True
+        try:
+            self._run(self._decide(event))
+        finally:
+            self._faulting = False
+            if self.driver is driver:
+                driver.store = store
+
+    def _wait(self, seconds: float) -> None:
+        """The driver's delay between retries; none for a fault the harness made (its
+        clock is the step, and a lock that never existed is not waited for)."""
+        if not self._faulting:
+            time.sleep(seconds)
 
     def restart(self) -> None:
+        self._fault = None
         if self._store is not None:
             self._store.close()
         self._store = None
@@ -318,6 +361,8 @@ class ReferenceTarget:
             observe=env.observe,
             step=env.step,
             clock=env.clock,
+            retries=self.store_retries,
+            sleep=self._wait,
         )
         self._decide = core.receive
         self._run = self.driver.run

@@ -67,7 +67,7 @@ class _DrivenSemantics(Semantics):
 class ModelTarget:
     name = "model"
     protocol = "abstract"
-    capabilities = CAPABILITIES
+    capabilities = CAPABILITIES - {"store_faults"}
 
     def start(self, env: TargetEnv) -> None:
         self.env = env

@@ -24,7 +24,7 @@ class ParsedReference:
     """Payloads through ``callsafe.providers``' parser, the events it reads into the
     reference implementation (memory store)."""
 
-    def __init__(self, protocol: str, capabilities: frozenset[str] = CAPABILITIES) -> None:
+    def __init__(self, protocol: str, capabilities: frozenset[str] = CAPABILITIES - {"store_faults"}) -> None:
         self.name = f"parsed-reference:{protocol}"
         self.protocol = protocol
         self.capabilities = capabilities
