@@ -2,9 +2,10 @@
 """What each surviving mutant of ``make mutation`` was read to be, by its spec
 (``module:operator:occurrence``) and the original line it changes.
 
-``unreachable``: a behaviour differs, but only with a store that fails or a second replica
-on the same store, which the killer (``reference:memory`` in one process) never has: not
-equivalent, and counted as a survivor in the score. ``equivalent``: no behaviour the spec judges differs (an annotation never evaluated, a
+``unreachable``: a behaviour differs, but only with a second replica on the same store,
+which the killer (``reference:memory`` in one process) never has: not equivalent, and
+counted as a survivor in the score. (Store failures are reachable since the store-fault
+traces, ``edges/faults``: the driver's failure paths are killed there.) ``equivalent``: no behaviour the spec judges differs (an annotation never evaluated, a
 cache or a fast path whose slow path gives the same answer, a cue the spec makes optional,
 a state only a second replica can reach). ``generator``: a trace the default certification
 does not generate kills it (named in the reason; "killed by" where the trace was replayed
@@ -715,8 +716,8 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
     ),
     "driver.py:ReplaceOrWithAnd:0": (
         "if len(effects) == 1 and isinstance(first, Fact) and not (self._depth or self.stale):",
-        "unreachable",
-        "for reference:memory: the one-fact fast path taken inside a nested run too; it differs only in how a store failure is handled, and the memory store never fails",
+        "equivalent",
+        "the one-fact fast path taken inside a nested answer too: a write failing there takes the store's state back at once, and the top of the run takes it back again (the same snapshot twice, one more log line); at the top the driver is never run stale (ReferenceTarget.receive resyncs a stale driver first); the store-fault traces pass on it",
     ),
     "driver.py:ExceptionReplacer:1": (
         "except StoreError as failure:",

@@ -70,6 +70,7 @@ from callsafe.model.vocabulary import (
     QuarantineResponse,
     Restart,
     StopTenant,
+    StoreFault,
     ToolChanged,
     ToolSpec,
     Trace,
@@ -494,6 +495,9 @@ def features(trace: Trace) -> frozenset[str]:
             tenants.add(bound[1])
         elif kind is Restart:
             restarted = True
+        elif kind is StoreFault:
+            assert isinstance(event, StoreFault)
+            out.add("events: a lasting store fault" if event.lasting else "events: a transient store fault")
         if kind in _REPEATABLE_TYPES:
             if last == event:
                 out.add(f"events: {event.kind} repeated")

@@ -5,6 +5,7 @@ and broken fault handling caught."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from typing import Any
 
@@ -120,10 +121,8 @@ class _SwallowWrites(ReferenceTarget):
         write = driver._write
 
         def forgiving(facts: Any) -> None:
-            try:
+            with contextlib.suppress(Exception):
                 write(facts)
-            except Exception:
-                pass
 
         driver._write = forgiving  # type: ignore[method-assign]
 
