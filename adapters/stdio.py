@@ -264,7 +264,8 @@ class _Server:
                 "version": VERSION,
                 "name": probe.name,
                 "reads": probe.protocol,
-                "capabilities": sorted(probe.capabilities),
+                # store_faults is in process only: the protocol has no message for it
+                "capabilities": sorted(probe.capabilities - {"store_faults"}),
                 "process_per_trace": self.process_per_trace,
                 "wire": self.wire,
             }
