@@ -15,9 +15,11 @@ of store operation (a fragment's progress, a terminal event's id, the business
 validation's answer, a confirmation, a dispatch claim and its outcome, an operator control,
 a new turn, a denial, a refusal at the business rules), and the fault placed before each
 of their events in turn: transient after 0, 1 and 2 operations (so that the failing one
-is in turn the first write, a later write, or a claim), lasting, and lasting with a
+is in turn the first write, a later write, or a claim), lasting, lasting with a
 restart and a new call after the base (a restart shows what the store kept: a core whose
-memory ran ahead of the store after a failed write shows it there). Expected verdicts are
+memory ran ahead of the store after a failed write shows it there), and lasting with a
+second lasting fault before the base's last event (what the first recovery left behind
+shows at the second failure). Expected verdicts are
 the oracle's; deterministic (no random source).
 """
 
@@ -130,4 +132,11 @@ def store_fault_traces() -> Iterator[Trace]:
                     tools=base.tools,
                     limits=base.limits,
                     name=f"edges/faults: {name}, {what} before event {i} ({_where(event)})",
+                )
+            if i < len(events) - 1:  # and a second one, before the base's last event (a call's end)
+                yield Trace(
+                    events=(*head, StoreFault(lasting=True), *rest[:-1], StoreFault(lasting=True), rest[-1]),
+                    tools=base.tools,
+                    limits=base.limits,
+                    name=f"edges/faults: {name}, two lasting faults, before event {i} ({_where(event)}) and the last",
                 )
