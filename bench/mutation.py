@@ -307,7 +307,7 @@ def section(summary: dict[str, Any], command: str) -> Any:
         f"**{_pct(read['score_non_equivalent'])}** | {_pct(read['score_reachable'])} |",
         "",
         f"Killed {killed} of {summary['ran']}. Each survivor, with what it needs (`equivalent`: no behaviour the "
-        "spec judges differs; `unreachable`: a behaviour differs, but only with a store that fails or a second "
+        "spec judges differs; `unreachable`: a behaviour differs, but only with a second "
         "replica on the same store, which the killer (`reference:memory`, one process) never has: a survivor, "
         "counted in the score; `generator`: a trace the default run does not generate would kill it; "
         "`killed since`: a judge or generator change after the run kills it; "

@@ -779,4 +779,24 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
         "killed since",
         "killed by edges/schema, a schema of only dependentRequired (unknown keywords made eligible: the compiled validator ignores them)",
     ),
+    "core.py:ReplaceBinaryOperator_BitOr_BitAnd:3": (
+        "def _turn_live(self, turn: TurnState | None) -> bool:",
+        "equivalent",
+        "a type annotation: never evaluated (from __future__ import annotations)",
+    ),
+    "driver.py:NumberReplacer:26": (
+        "self._depth += 1",
+        "killed since",
+        "killed by edges/faults, two lasting faults in one trace (a resync that leaves the driver nested for good: the second failure is never taken back, the call it met is left undecided, INV-LEDGER and LIVE-DISPATCH)",
+    ),
+    "memory_store.py:ReplaceOrWithAnd:0": (
+        "or turn is None",
+        "unreachable",
+        "the store's own re-check of the claim (a call the store holds as terminal): the core claims only calls it holds as live, and after a store fault it holds the store's state; only a second replica reaches it",
+    ),
+    "memory_store.py:ReplaceAndWithOr:2": (
+        "if row.state is _DISPATCHED and ident not in self._outcomes",
+        "equivalent",
+        "which calls a restart logs as 'no outcome recorded' (here also calls never claimed): log wording, which the spec does not judge",
+    ),
 }
