@@ -39,6 +39,7 @@ CAPABILITY_NAMES: Final = frozenset(
         "ledger",
         "status",
         "business_validation",
+        "store_faults",
         "catalog_changes",
         "turn_binding",
     }

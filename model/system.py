@@ -172,6 +172,9 @@ class Broadcast:
     who: str
     reaches: str
     breaks: tuple[str, ...] = ()
+    # reaches the calls when the *next* input arrives, not at the event itself (a lasting
+    # store fault: the input it meets), and only under the model's reading (failing closed)
+    deferred: bool = False
 
 
 def _same_turn(ev: Any, call: CallRecord, _s: SystemState) -> bool:
@@ -269,6 +272,18 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         "interrupted by a restart",
         who="process",
         reaches="every unfinished call\n(buffers are not durable)",
+    ),
+    Broadcast(
+        StoreFault,
+        E.RESTART,
+        lambda ev, c, s: bool(ev.lasting),
+        "interrupted by a store fault",
+        who="store",
+        reaches=(
+            "a lasting fault: every unfinished call,\nwhen the input it meets arrives\n"
+            "(failing closed; rolling back is allowed)"
+        ),
+        deferred=True,
     ),
 )
 
@@ -679,7 +694,7 @@ class Semantics:
         self.late_bytes: dict[str, int] = {}
         self.offered_bytes: dict[str, int] = {}
         # A lasting store fault was announced: the next input meets it (StoreFault).
-        self._store_down = False
+        self._store_down: StoreFault | None = None
         self.lasting_store_faults = 0
 
     # -- driving -------------------------------------------------------------------
@@ -736,17 +751,19 @@ class Semantics:
 
     def apply(self, event: Event) -> None:
         s = self.state
-        if self._store_down and not isinstance(event, StoreFault):
-            self._store_down = False
-            # the input the store failed on; a restart there is a crash anyway
-            if not self.reading.store_fault_rolls_back and not isinstance(
-                event, Restart
-            ):  # failed closed: as a crash, then the input again
-                for call in list(s.calls.values()):
-                    if call.state not in TERMINAL_STATES:
-                        self.fire(call, E.RESTART, "interrupted by a store fault")
+        fault = self._store_down
+        if fault is not None and not isinstance(event, StoreFault):
+            self._store_down = None
+            # the input the store failed on (a restart there is a crash anyway): failed
+            # closed, it is as a crash, and then the input again
+            if not self.reading.store_fault_rolls_back and not isinstance(event, Restart):
+                for rule in BROADCASTS:
+                    if rule.deferred and isinstance(fault, rule.event_type):
+                        for call in list(s.calls.values()):
+                            if call.state not in TERMINAL_STATES and rule.selects(fault, call, s):
+                                self.fire(call, rule.call_event, rule.why)
         for rule in BROADCASTS:
-            if isinstance(event, rule.event_type):
+            if not rule.deferred and isinstance(event, rule.event_type):
                 for call in list(s.calls.values()):
                     if call.state not in TERMINAL_STATES and rule.selects(event, call, s):
                         self.fire(call, rule.call_event, rule.why)
@@ -896,7 +913,7 @@ class Semantics:
         """A transient fault changes nothing; a lasting one meets the next input (see
         :meth:`apply` and :attr:`Reading.store_fault_rolls_back`)."""
         if ev.lasting:
-            self._store_down = True
+            self._store_down = ev
             self.lasting_store_faults += 1
 
     # -- internal steps ------------------------------------------------------------

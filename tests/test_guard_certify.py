@@ -91,7 +91,7 @@ def test_guard_target_names() -> None:
     assert (info.name, info.protocol, info.capabilities) == (
         "guard:memory:anthropic-messages",
         "anthropic-messages",
-        CAPABILITIES,
+        CAPABILITIES - {"store_faults"},
     )
     assert describe(resolve_target("guard")).name == "guard:sqlite:openai-chat"
     for bad in ("guard:disk", "guard:memory:grpc", "guard:memory:openai-chat:x"):

@@ -42,6 +42,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "disable_tool": {"tool": "book_slot"},
     "stop_tenant": {"tenant": "acme", "during_validation": True},
     "restart": {},
+    "store_fault": {"lasting": True},
 }
 
 
