@@ -234,19 +234,15 @@ class _Delivery:
         closed, so it is delivered again, up to :data:`REDELIVERIES` times, as a caller
         does after a refusal (the store is back by then); still refused, the last refusal
         is a target error."""
-        try:
-            self.target.receive(event)
-            return
-        except Exception as exc:  # refused while the store was down: failing closed
-            self.run.refusals.append((index, f"{type(exc).__name__}: {exc}"[:300]))
-            last: Exception = exc
-        for _ in range(REDELIVERIES):
+        last: Exception | None = None
+        for _ in range(1 + REDELIVERIES):  # the delivery the fault met, then the redeliveries
             try:
                 self.target.receive(event)
                 return
-            except Exception as exc:
+            except Exception as exc:  # refused: failing closed while the store was down
                 self.run.refusals.append((index, f"{type(exc).__name__}: {exc}"[:300]))
                 last = exc
+        assert last is not None
         raise last
 
     def _restart(self, index: int) -> None:

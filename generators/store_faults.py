@@ -102,7 +102,7 @@ def _base(name: str, build: Callable[[TraceBuilder], None]) -> Trace:
     return b.build()
 
 
-def _after(events: tuple[Event, ...]) -> tuple[Event, ...]:
+def _after() -> tuple[Event, ...]:
     """A restart and a new turn with a new call: what the store kept shows here."""
     tail = TraceBuilder(tools=_TOOLS).turn("t9", response="r9").call("n", "note", '{"v":10}').build()
     return (Restart(), *tail.events)
@@ -125,7 +125,7 @@ def store_fault_traces() -> Iterator[Trace]:
                 for after in (0, 1, 2)
             ]
             variants.append(("a lasting fault", StoreFault(lasting=True), ()))
-            variants.append(("a lasting fault, then a restart", StoreFault(lasting=True), _after(events)))
+            variants.append(("a lasting fault, then a restart", StoreFault(lasting=True), _after()))
             for what, fault, tail in variants:
                 yield Trace(
                     events=(*head, fault, *rest, *tail),

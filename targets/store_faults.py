@@ -52,11 +52,9 @@ class FaultyStore:
     def __init__(self, store: Store, plan: FaultPlan) -> None:
         self.inner = store
         self.plan = plan
-        self.failed = 0  # operations failed so far
 
     def _gate(self, operation: str) -> None:
         if self.plan.fails():
-            self.failed += 1
             raise StoreError(
                 f"{operation}: the store is locked by another process (a fault the harness made)", StoreFault.LOCKED
             )
