@@ -458,6 +458,24 @@ _WALK_FREE_CONTAINERS: Final = 64
 # C scanner) per call, which costs as much as parsing a small call's arguments. A decoder
 # keeps no state between parses, so sharing one is what ``json.loads`` itself does.
 _DECODER: Final = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+# What ``_DECODER.decode`` runs, called directly (two Python frames fewer a parse): skip
+# whitespace, ``scan_once`` (the C scanner), skip whitespace, nothing may follow.
+_SCAN_ONCE: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once  # type: ignore[attr-defined]  # set by __init__, not in typeshed
+# json.decoder's WHITESPACE (what JSON skips); its match never fails (``*``), so it is typed
+# as always giving a match.
+_SKIP_WHITESPACE: Final[Callable[[str, int], re.Match[str]]] = re.compile(r"[ \t\n\r]*").match  # type: ignore[assignment]
+
+
+def _decode(text: str) -> Any:
+    """``_DECODER.decode(text)``: the same value, and the same errors with the same messages."""
+    try:
+        value, end = _SCAN_ONCE(text, _SKIP_WHITESPACE(text, 0).end())
+    except StopIteration as err:
+        raise json.JSONDecodeError("Expecting value", text, err.value) from None
+    end = _SKIP_WHITESPACE(text, end).end()
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
 
 
 def strict_parse(text: str, *, lone_surrogate_escapes: bool = False) -> dict[str, Any]:
@@ -476,7 +494,7 @@ def strict_parse(text: str, *, lone_surrogate_escapes: bool = False) -> dict[str
         raise ParseFailure(LONE_SURROGATE)
     try:
         if isinstance(text, str) and not text.startswith("\ufeff"):
-            value = _DECODER.decode(text)
+            value = _decode(text)
         else:  # what json.loads checks before decoding: a byte-order mark, or bytes
             value = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
     except ParseFailure:

@@ -226,6 +226,10 @@ class Core:
     ) -> None:
         self.tools = tools
         self.limits = limits
+        # The caps as the core's own ints: read for every fragment, where two reads on the
+        # model's Limits cost as much as the rest of the byte accounting.
+        self._call_cap = limits.call_bytes
+        self._turn_cap = limits.turn_bytes
         self.scan_every = scan_every
         # ``turns`` and ``current`` are read by the model's own rules (the supersession
         # broadcast, ``SystemState.turn_live``), so they have the model's shapes:
@@ -316,12 +320,12 @@ class Core:
         ident = (event.turn, event.response, event.item, event.call)
         text = event.text
         position = event.position
-        limits = self.limits
+        call_cap = self._call_cap
         # A non-empty ASCII fragment costs its length (utf8_len's answer, without the call).
         # A character is at least one byte, so a fragment with more characters than the
         # per-call cap is over it whatever its encoding: it is never encoded (a copy the
         # size of whatever a hostile stream sends), and its classification is the same.
-        size = len(text) if (text and text.isascii()) or len(text) > limits.call_bytes else utf8_len(text)
+        size = len(text) if (text and text.isascii()) or len(text) > call_cap else utf8_len(text)
         call = self._active.get(ident)
         if call is None:
             return self._fragment_without_call(turn, ident, position, size)
@@ -333,13 +337,13 @@ class Core:
             # (and a negative one never gets here): the guard's answer for a new position
             # within both caps is a plain fragment, which skips calling it (checked against
             # classify_fragment in tests/test_reference_hot_path.py).
-            if call_bytes <= limits.call_bytes and turn_bytes <= limits.turn_bytes:
+            if call_bytes <= call_cap and turn_bytes <= self._turn_cap:
                 call_event = _FRAGMENT
             else:
-                call_event = classify_fragment(False, False, call_bytes, turn_bytes, limits)
+                call_event = classify_fragment(False, False, call_bytes, turn_bytes, self.limits)
         else:
             same, different = buffer.seen(position, text)
-            call_event = classify_fragment(same, different, call_bytes, turn_bytes, limits)
+            call_event = classify_fragment(same, different, call_bytes, turn_bytes, self.limits)
             if position < 0:
                 call_event = E.FRAGMENT_CONFLICT
         if call_event is _FRAGMENT and call.on_fragment is _COLLECTING:
@@ -347,7 +351,7 @@ class Core:
             fragments = call.fragments = call.fragments + 1
             call.bytes = call_bytes
             turn.bytes = turn_bytes
-            return (RecordProgress(turn.turn, turn_bytes, call.key, fragments, call_bytes),)
+            return (RecordProgress(turn.turn, turn_bytes, call.key, fragments, call_bytes, ident),)
         effects: list[Effect] = []
         self._fire(call, call_event, _FRAGMENT_WHY.get(call_event, ""), effects)
         return effects
@@ -590,17 +594,19 @@ class Core:
         return effects
 
     def _on_call_opened(self, ev: CallOpened) -> Sequence[Effect]:
-        turn = self.turns.get(ev.turn)
+        # each field read once: a read on the model's event is a generic attribute lookup
+        turn_id, response, item, call_id, tool = ev.turn, ev.response, ev.item, ev.call, ev.tool
+        turn = self.turns.get(turn_id)
         if turn is None:
-            return self._unknown_turn("open", ev.turn)
-        ident = (ev.turn, ev.response, ev.item, ev.call)
+            return self._unknown_turn("open", turn_id)
+        ident = (turn_id, response, item, call_id)
         event = classify_open(
-            self._turn_live(turn), (ev.turn, ev.response) not in self._ended, ev.response in self._quarantined
+            self._turn_live(turn), (turn_id, response) not in self._ended, response in self._quarantined
         )
         call = self._active.get(ident)
         if call is not None:
             effects: list[Effect] = []
-            if ev.tool != call.tool:  # id and name are set once
+            if tool != call.tool:  # id and name are set once
                 self._fire(call, E.FRAGMENT_CONFLICT, "call id re-announced with another tool", effects)
             else:
                 self._fire(call, event, "opened after its turn, response or tenant was stopped", effects)
@@ -610,12 +616,10 @@ class Core:
             return self._late(CallKey(turn.tenant, *ident), state, event)
         result = TRANSITIONS[S.ABSENT][event]
         if result is not S.COLLECTING:
-            return self._absent(
-                turn, ident, ev.tool, event, "opened after its turn, response or tenant was stopped", None
-            )
-        key = CallKey(turn.tenant, *ident)
-        self._active[ident] = _Call(key, ident, ev.tool, result, ArgumentBuffer(self.scan_every))
-        effects = [OpenCall(key, ev.tool)]
+            return self._absent(turn, ident, tool, event, "opened after its turn, response or tenant was stopped", None)
+        key = CallKey(turn.tenant, turn_id, response, item, call_id)  # every field by position: see tools/build_fast.py
+        self._active[ident] = _Call(key, ident, tool, result, ArgumentBuffer(self.scan_every))
+        effects = [OpenCall(key, tool)]
         self._show(turn, "preparing", effects)
         return effects
 
@@ -636,17 +640,18 @@ class Core:
         return _NOTHING
 
     def _on_call_terminal(self, ev: CallTerminal) -> Sequence[Effect]:
-        turn = self.turns.get(ev.turn)
+        turn_id, event_id, stop_reason = ev.turn, ev.event_id, ev.reason  # each read once
+        turn = self.turns.get(turn_id)
         if turn is None:
-            return self._unknown_turn("terminal", ev.turn)
-        seen = ev.event_id in self._terminal_ids
-        event = classify_terminal(seen, ev.reason)
+            return self._unknown_turn("terminal", turn_id)
+        seen = event_id in self._terminal_ids
+        event = classify_terminal(seen, stop_reason)
         effects: list[Effect] = []
         if not seen:
-            self._terminal_ids.add(ev.event_id)
-            effects.append(RecordTerminalId(ev.event_id))
-        ident = (ev.turn, ev.response, ev.item, ev.call)
-        reason = ev.reason if event in (E.TERMINAL_COMPLETED, E.TERMINAL_STOPPED) else None
+            self._terminal_ids.add(event_id)
+            effects.append(RecordTerminalId(event_id))
+        ident = (turn_id, ev.response, ev.item, ev.call)
+        reason = stop_reason if event in (E.TERMINAL_COMPLETED, E.TERMINAL_STOPPED) else None
         call = self._active.get(ident)
         if call is None:
             state = self._decided.get(ident)
@@ -658,7 +663,7 @@ class Core:
             return effects
         if isinstance(TRANSITIONS[call.state][event], State) and reason is not None:
             call.terminal_reason = reason
-        changed = self._fire(call, event, f"stopped: {ev.reason}", effects)
+        changed = self._fire(call, event, f"stopped: {stop_reason}", effects)
         if changed and event is E.TERMINAL_COMPLETED:
             self._assemble(call, effects)
         return effects

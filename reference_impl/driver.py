@@ -62,6 +62,7 @@ from callsafe.reference_impl.effects import (
     Ledger,
     Log,
     RecordOutcome,
+    RecordProgress,
     RequestConfirmation,
     Status,
     ValidateBusiness,
@@ -73,10 +74,6 @@ __all__ = ["Driver"]
 
 Executor = Callable[[CallKey, str, str, Any, str | None], None]
 BusinessValidator = Callable[[CallKey, str, Any], str | None]
-
-# Where the effects of one answer are cut: facts before one of these are durable before it
-# runs; facts after it (and the executor's outcome) go into the next transaction.
-_CUTS = (ValidateBusiness, Claim, Dispatch)
 
 
 class Driver:
@@ -136,7 +133,10 @@ class Driver:
         first = effects[0]
         if len(effects) == 1 and isinstance(first, Fact) and not (self._depth or self.stale):
             try:  # the per-fragment case, written out: one write, nothing to tell
-                self.store.apply((first,), self._clock())
+                if isinstance(first, RecordProgress):
+                    self.store.progress(first)  # no clock read: progress rows carry no time
+                else:
+                    self.store.apply((first,), self._clock())
             except StoreError as exc:
                 self._depth = 1
                 try:
@@ -171,7 +171,10 @@ class Driver:
         first = effects[0]
         if len(effects) == 1 and isinstance(first, Fact):  # the per-fragment case
             try:
-                self.store.apply((first,), self._clock())
+                if isinstance(first, RecordProgress):
+                    self.store.progress(first)
+                else:
+                    self.store.apply((first,), self._clock())
             except StoreError as exc:
                 self._retry_apply((first,), exc)
             return
@@ -180,7 +183,7 @@ class Driver:
         for effect in effects:
             if isinstance(effect, Fact):
                 facts.append(effect)
-            elif isinstance(effect, _CUTS):
+            elif isinstance(effect, (ValidateBusiness, Claim, Dispatch)):  # the cuts (module docstring)
                 self._settle(facts, told)
                 facts, told = [], []
                 if isinstance(effect, Dispatch):

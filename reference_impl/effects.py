@@ -195,13 +195,16 @@ class RecordProgress(Fact):
     """A fragment was accepted: the turn's byte total (the per-turn cap survives a
     restart) and the call's fragment count and bytes (for the ledger after a restart).
 
-    The one effect made per fragment."""
+    The one effect made per fragment, written by :meth:`Store.progress`. It carries the
+    call's ``(turn, response, item, call)`` as well as its key: the core holds that tuple
+    already, and a store that keys its rows by it need not build it again per fragment."""
 
     turn: str
     turn_bytes: int
     key: CallKey
     fragments: int
     call_bytes: int
+    ident: tuple[str, str, str, str]
 
 
 @dataclass(slots=True)

@@ -5,6 +5,15 @@ implementation) but keeps this object, the way a disk outlives a process. It fol
 same contract as the SQL stores (:mod:`callsafe.reference_impl.store`); a lock makes
 :meth:`MemoryStore.apply` a transaction and :meth:`MemoryStore.claim` atomic when several
 cores (replicas) on threads share it.
+
+Progress (the one write per fragment) takes no lock: :meth:`MemoryStore.progress` keeps the
+call's latest :class:`RecordProgress` with one dictionary store, which is atomic by itself
+(keyed by a tuple of strings, so no Python code runs inside it), and :meth:`MemoryStore.load`
+reads it into the rows: the call's fragments and bytes as last written, the turn's bytes as
+the SQL stores keep them (the largest total written for the turn). A reader on another
+thread sees a call's progress before or after a fragment, never half of one. As in the SQL
+stores, progress for a call the store holds no row for changes only the turn's bytes (a row
+created later starts from nothing).
 """
 
 from __future__ import annotations
@@ -60,15 +69,25 @@ class MemoryStore:
         self._ledger: list[tuple[LedgerEntry, str, float]] = []
         self._audit: list[tuple[str, str, tuple[CallKey, ...], float]] = []
         self._outcomes: dict[tuple[str, str, str, str], str] = {}
+        self._progress: dict[tuple[str, str, str, str], RecordProgress] = {}  # call -> its latest
 
     # -- Store -------------------------------------------------------------------
 
     def load(self) -> Snapshot:
         with self._lock:
+            turns = {t: replace(row) for t, row in self._turns.items()}
+            calls = {i: replace(row) for i, row in self._calls.items()}
+            for ident, fact in dict(self._progress).items():  # one copy: progress takes no lock
+                row = calls.get(ident)
+                if row is not None:  # no row: only the turn's bytes change, as in the SQL stores
+                    row.fragments, row.bytes = fact.fragments, fact.call_bytes
+                turn = turns.get(fact.turn)
+                if turn is not None and fact.turn_bytes > turn.bytes:
+                    turn.bytes = fact.turn_bytes
             return Snapshot(
-                turns={t: replace(row) for t, row in self._turns.items()},
+                turns=turns,
                 current=dict(self._current),
-                calls={i: replace(row) for i, row in self._calls.items()},
+                calls=calls,
                 terminal_ids=set(self._terminal_ids),
                 ended_responses=set(self._ended),
                 quarantined=set(self._quarantined),
@@ -77,23 +96,22 @@ class MemoryStore:
             )
 
     def apply(self, facts: Sequence[Fact], at: float) -> None:
-        # Runs once per fragment: the lock is taken with acquire/release, which costs half
-        # of what a ``with`` block does on CPython 3.11 (no __exit__ call with three Nones).
+        # A few times a call: the lock is taken with acquire/release, which costs half of
+        # what a ``with`` block does on CPython 3.11 (no __exit__ call with three Nones).
         self._lock.acquire()
         try:
             for fact in facts:
-                if type(fact) is RecordProgress:  # once per fragment: keep it short
-                    turn = self._turns.get(fact.turn)
-                    if turn is not None:
-                        turn.bytes = fact.turn_bytes
-                    key = fact.key
-                    call = self._calls.get((key.turn, key.response, key.item, key.call))
-                    if call is not None:
-                        call.fragments, call.bytes = fact.fragments, fact.call_bytes
+                if isinstance(fact, RecordProgress):
+                    self._progress[fact.ident] = fact
                 else:
                     self._apply_one(fact, at)
         finally:
             self._lock.release()
+
+    def progress(self, fact: RecordProgress) -> None:
+        # Once per fragment: one dictionary store, atomic without the lock (the module
+        # docstring); ``load`` reads it into the rows.
+        self._progress[fact.ident] = fact
 
     def _apply_one(self, fact: Fact, at: float) -> None:
         # the facts every call makes come first (each isinstance check costs)
@@ -102,7 +120,10 @@ class MemoryStore:
             if turn is not None:
                 turn.shown, turn.stopped, turn.executed = fact.shown, fact.stopped, fact.executed
         elif isinstance(fact, OpenCall):
-            self._calls.setdefault(ident_of(fact.key), CallRow(fact.key, fact.tool, _COLLECTING))
+            ident = ident_of(fact.key)
+            if ident not in self._calls:
+                self._calls[ident] = CallRow(fact.key, fact.tool, _COLLECTING)
+                self._fold_early_progress(ident)
         elif isinstance(fact, RecordTerminalId):
             self._terminal_ids.add(fact.event_id)
         elif isinstance(fact, RecordOutcome):
@@ -122,6 +143,7 @@ class MemoryStore:
             row = self._calls.get(ident)
             if row is None:
                 self._calls[ident] = CallRow(fact.key, fact.tool, fact.state, fact.entry.fragments)
+                self._fold_early_progress(ident)
             elif row.state not in TERMINAL_STATES:
                 row.state = fact.state
             self._ledger.append((fact.entry, fact.why, at))
@@ -142,6 +164,15 @@ class MemoryStore:
             self._audit.append((fact.action, fact.reason, fact.keys, at))
         else:  # pragma: no cover - every fact type is handled above
             raise StoreError(f"unknown fact {type(fact).__name__}")
+
+    def _fold_early_progress(self, ident: tuple[str, str, str, str]) -> None:
+        """A call row was just created: progress written before it existed changed only the
+        turn's bytes (the SQL stores' UPDATE of a missing call row changes nothing)."""
+        early = self._progress.pop(ident, None)
+        if early is not None:
+            turn = self._turns.get(early.turn)
+            if turn is not None and early.turn_bytes > turn.bytes:
+                turn.bytes = early.turn_bytes
 
     def claim(self, key: CallKey, tool: str, entry: LedgerEntry, at: float) -> ClaimResult:
         with self._lock:

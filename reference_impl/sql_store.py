@@ -266,6 +266,11 @@ class SqlStore(ABC):
         if mark:
             self._witness_advance(mark)
 
+    def progress(self, fact: RecordProgress) -> None:
+        # An ``apply`` (the store protocol's reading): one transaction, and whatever a
+        # subclass adds to ``apply`` (crash points, retries) applies to progress too.
+        self.apply((fact,), 0.0)
+
     def _check_history(self, witness: Witness | None, *, fresh: bool, create: bool, where: str) -> None:
         """Refuse a store that lost what it decided; create one only when asked to.
 

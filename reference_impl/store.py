@@ -41,7 +41,7 @@ from typing import Protocol
 
 from callsafe.model.lifecycle import State
 from callsafe.model.vocabulary import CallKey
-from callsafe.reference_impl.effects import Fact, LedgerEntry
+from callsafe.reference_impl.effects import Fact, LedgerEntry, RecordProgress
 
 __all__ = ["CallRow", "ClaimResult", "Ident", "Snapshot", "Store", "TurnRow", "ident_of"]
 
@@ -103,6 +103,15 @@ class Store(Protocol):
 
     def apply(self, facts: Sequence[Fact], at: float) -> None:
         """Write the facts in one transaction; ``at`` stamps ledger and audit rows."""
+
+    def progress(self, fact: RecordProgress) -> None:
+        """Write one fragment's progress in a transaction of its own: what ``apply((fact,),
+        at)`` writes, for any ``at`` (progress rows carry no time).
+
+        Why a method of its own: it is the one write made per fragment, so the driver makes
+        it without reading a clock, and a store may make it without the general dispatch
+        over fact types. A store whose ``apply`` is where failures or crash points are
+        injected makes this an ``apply`` (the SQL stores do), so nothing escapes them."""
 
     def claim(self, key: CallKey, tool: str, entry: LedgerEntry, at: float) -> ClaimResult:
         """The atomic dispatch claim (see the module docstring)."""

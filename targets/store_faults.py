@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from callsafe.model.vocabulary import CallKey
-from callsafe.reference_impl.effects import Fact, LedgerEntry
+from callsafe.reference_impl.effects import Fact, LedgerEntry, RecordProgress
 from callsafe.reference_impl.errors import StoreError, StoreFault
 from callsafe.reference_impl.store import ClaimResult, Snapshot, Store
 
@@ -66,6 +66,10 @@ class FaultyStore:
     def apply(self, facts: Sequence[Fact], at: float) -> None:
         self._gate("write")
         self.inner.apply(facts, at)
+
+    def progress(self, fact: RecordProgress) -> None:
+        self._gate("write")
+        self.inner.progress(fact)
 
     def claim(self, key: CallKey, tool: str, entry: LedgerEntry, at: float) -> ClaimResult:
         self._gate("claim")

@@ -174,7 +174,7 @@ def pure_memory_store() -> Any:
 
 def test_the_driver_copy_builds_the_observations_the_model_classes_build() -> None:
     """The build's third change (no build needed to check it): in the driver's copy, each
-    status and ledger row is built by ``_observed``; run, the copy's driver reports
+    status and ledger row is built by ``_built``; run, the copy's driver reports
     observations equal to the pure driver's, of the same classes, with the same instance
     dictionaries (fields in the same order), so the harness cannot tell them apart."""
     from callsafe.model.vocabulary import CallKey, LedgerRow, StatusShown
@@ -182,8 +182,8 @@ def test_the_driver_copy_builds_the_observations_the_model_classes_build() -> No
 
     script = _build_script()
     original = _fast.source_path("reference_impl.driver").read_text()
-    source, count = script.with_observations_built(original)
-    assert count == 2 and "_observed(LedgerRow, {" in source and "_observed(StatusShown, {" in source
+    source, count = script.with_model_values_built(original, script.BUILT_DIRECTLY[script.DRIVER])
+    assert count == 2 and "_built(LedgerRow, {" in source and "_built(StatusShown, {" in source
     copy = ModuleType("callsafe.reference_impl._copy_of_driver")
     sys.modules[copy.__name__] = copy
     try:
@@ -216,3 +216,38 @@ def test_the_driver_copy_builds_the_observations_the_model_classes_build() -> No
     assert [hash(o) for o in seen["copy"]] == [hash(o) for o in seen["pure"]]
     with pytest.raises(ValueError, match="plain frozen dataclass"):
         script.observation_fields("TraceFormatError")  # not a dataclass: its __init__ is not the generated one
+
+
+def test_the_core_copy_builds_the_keys_the_model_class_builds() -> None:
+    """The same change in the core's copy: the key of an opened call is built by ``_built``;
+    run over a small conversation, the copy's core gives effects equal to the pure core's,
+    and its keys are of the model's class with the same instance dictionary and hash."""
+    from callsafe.model.vocabulary import CallKey, CallOpened, CallTerminal, Fragment, Limits, ToolSpec, TurnStarted
+
+    script = _build_script()
+    original = _fast.source_path("reference_impl.core").read_text()
+    source, count = script.with_model_values_built(original, script.BUILT_DIRECTLY[script.CORE])
+    assert count >= 1 and "_built(CallKey, {'tenant': turn.tenant, 'turn': turn_id," in source
+    copy = ModuleType("callsafe.reference_impl._copy_of_core")
+    sys.modules[copy.__name__] = copy
+    try:
+        exec(compile(source, "<copy of core>", "exec"), copy.__dict__)
+    finally:
+        del sys.modules[copy.__name__]
+    events = [
+        TurnStarted(turn="t1", actor="u1", tenant="acme"),
+        CallOpened(turn="t1", response="r1", item="i1", call="c1", tool="book"),
+        Fragment(turn="t1", response="r1", item="i1", call="c1", position=0, text='{"day": "Mon"}'),
+        CallTerminal(turn="t1", response="r1", item="i1", call="c1", event_id="e1"),
+    ]
+    tools = {"book": ToolSpec(schema={"type": "object"})}
+    effects = {}
+    for side, module in (("pure", pure_core), ("copy", copy)):
+        core = module.Core(tools, Limits())
+        effects[side] = [list(core.receive(ev)) for ev in events]
+    assert effects["copy"] == effects["pure"]
+    keys = [e.key for e in effects["copy"][1] if hasattr(e, "key")]
+    pure_keys = [e.key for e in effects["pure"][1] if hasattr(e, "key")]
+    assert keys and all(type(k) is CallKey for k in keys)
+    assert [list(vars(k).items()) for k in keys] == [list(vars(k).items()) for k in pure_keys]
+    assert [hash(k) for k in keys] == [hash(k) for k in pure_keys]

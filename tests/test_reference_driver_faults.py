@@ -30,7 +30,7 @@ from callsafe.model.vocabulary import (
 )
 from callsafe.reference_impl.core import Core
 from callsafe.reference_impl.driver import Driver
-from callsafe.reference_impl.effects import Fact, LedgerEntry
+from callsafe.reference_impl.effects import Fact, LedgerEntry, RecordProgress
 from callsafe.reference_impl.errors import StoreError, StoreFault
 from callsafe.reference_impl.memory_store import MemoryStore
 from callsafe.reference_impl.store import ClaimResult
@@ -69,6 +69,10 @@ class Flaky(MemoryStore):
     def apply(self, facts: Sequence[Fact], at: float) -> None:
         self._maybe_fail("apply")
         super().apply(facts, at)
+
+    def progress(self, fact: RecordProgress) -> None:
+        self._maybe_fail("apply")
+        super().progress(fact)
 
     def claim(self, key: CallKey, tool: str, entry: LedgerEntry, at: float) -> ClaimResult:
         if self.commit_then_fail and self.failures:

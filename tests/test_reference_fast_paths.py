@@ -131,19 +131,24 @@ ESCAPES = st.sampled_from(
 @st.composite
 def texts(draw: st.DrawFn) -> str:
     """JSON texts (ASCII or not, with escapes of every kind) and near-JSON: duplicate
-    keys, spliced escapes, NaN, a byte-order mark, trailing data, a non-object."""
+    keys, spliced escapes, NaN, a byte-order mark, leading whitespace (and a space JSON does
+    not skip), trailing data, a cut-off text, a non-object."""
     value = draw(VALUES)
     text = json.dumps(value, ensure_ascii=draw(st.booleans()))
     if draw(st.booleans()):
         text = json.dumps({"k": value, "e": "@"}, ensure_ascii=draw(st.booleans()))
         text = text.replace("@", draw(ESCAPES))
-    mutation = draw(st.sampled_from(["none", "duplicate", "bom", "trailing", "nan", "wrap"]))
+    mutation = draw(st.sampled_from(["none", "duplicate", "bom", "trailing", "leading", "cut", "nan", "wrap"]))
     if mutation == "duplicate":
         text = '{"a": 1, "b": ' + text + ', "a": 2}'
     elif mutation == "bom":
         text = "\ufeff" + text
     elif mutation == "trailing":
         text = text + draw(st.sampled_from(["{}", " ", "x", "\n"]))
+    elif mutation == "leading":
+        text = draw(st.sampled_from([" ", "\t\n", "\r ", "\u00a0"])) + text
+    elif mutation == "cut":
+        text = text[: draw(st.integers(0, len(text)))]
     elif mutation == "nan":
         text = '{"x": ' + draw(st.sampled_from(["NaN", "Infinity", "-Infinity"])) + "}"
     elif mutation == "wrap":

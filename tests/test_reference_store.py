@@ -47,7 +47,7 @@ from callsafe.reference_impl.effects import (
 )
 from callsafe.reference_impl.memory_store import MemoryStore
 from callsafe.reference_impl.sqlite_store import SqliteStore
-from callsafe.reference_impl.store import ClaimResult, Store
+from callsafe.reference_impl.store import ClaimResult, Store, ident_of
 from callsafe.targets.reference import ReferenceTarget
 
 DSN = os.environ.get("CALLSAFE_PG_DSN", "")
@@ -156,7 +156,7 @@ def test_snapshot_round_trip(opener: Opener) -> None:
         [
             *BASE,
             OpenCall(other, "book"),
-            RecordProgress("t1", 42, KEY, 3, 40),
+            RecordProgress("t1", 42, KEY, 3, 40, ident_of(KEY)),
             RecordDisplay("t1", "retry", True, False),
             RecordTerminalId("ev-1"),
             EndResponse("t1", "r1"),
@@ -180,6 +180,37 @@ def test_snapshot_round_trip(opener: Opener) -> None:
     assert snap.ended_responses == {("t1", "r1")}
     assert snap.quarantined == {"r9"} and snap.disabled_tools == {"pay"}
     assert store.audit() == [("quarantine_response", "review", (KEY, other))]
+
+
+def test_progress_writes_what_apply_writes(opener: Opener) -> None:
+    """``progress`` (the per-fragment write, no clock) writes what an ``apply`` of the same
+    fact writes, read back by another connection; a progress for a turn and call the store
+    does not hold changes nothing, one for a call without a row only its turn's bytes, and
+    neither writes a ledger row. The same on every store."""
+    store = opener()
+    other = CallKey("acme", "t1", "r1", "i2", "b")
+    store.apply([*BASE, OpenCall(other, "book")], 1.0)
+    store.progress(RecordProgress("t1", 17, KEY, 2, 17, ident_of(KEY)))
+    snap = opener().load()
+    assert snap.turns["t1"].bytes == 17
+    assert (snap.calls[ident_of(KEY)].fragments, snap.calls[ident_of(KEY)].bytes) == (2, 17)
+    store.apply((RecordProgress("t1", 29, other, 1, 12, ident_of(other)),), 2.0)
+    stray = CallKey("acme", "t9", "r1", "i1", "z")
+    store.progress(RecordProgress("t9", 5, stray, 1, 5, ident_of(stray)))
+    snap = opener().load()
+    assert snap.turns["t1"].bytes == 29
+    assert (snap.calls[ident_of(other)].fragments, snap.calls[ident_of(other)].bytes) == (1, 12)
+    assert (snap.calls[ident_of(KEY)].fragments, snap.calls[ident_of(KEY)].bytes) == (2, 17)
+    assert "t9" not in snap.turns and ident_of(stray) not in snap.calls
+    assert store.ledger() == []
+    # progress written before its call had a row: the turn's bytes count, the call starts from nothing
+    late = CallKey("acme", "t1", "r1", "i3", "c")
+    store.progress(RecordProgress("t1", 31, late, 7, 70, ident_of(late)))
+    assert opener().load().turns["t1"].bytes == 31
+    store.apply([OpenCall(late, "book")], 3.0)
+    snap = opener().load()
+    assert (snap.calls[ident_of(late)].fragments, snap.calls[ident_of(late)].bytes) == (0, 0)
+    assert snap.turns["t1"].bytes == 31
 
 
 # -- replicas over one store ----------------------------------------------------------

@@ -7,7 +7,7 @@ temporary folder named ``callsafe`` (the repository root is the package), compil
 stamp of the sources they came from into ``build/fast/``; ``callsafe._fast.load`` refuses a
 build whose stamp no longer matches the sources. Nothing imports the build unless asked to.
 
-Two mechanical changes are made to the copies, never to the sources. First, every non-frozen
+Three mechanical changes are made to the copies, never to the sources. First, every non-frozen
 dataclass of a compiled module gets the ``__init__`` that :mod:`dataclasses` would generate,
 written out (the same parameters, in the same order, with the same defaults, and a call of
 ``__post_init__`` when the class has one). Why: mypyc compiles a dataclass's class but not
@@ -26,6 +26,12 @@ compiled class, it is a native call. It restricts nothing the build could do bef
 compiled group's effects are native classes only the compiled memory store knows (the SQL
 stores stay pure, see :mod:`callsafe._fast`), and the compiled driver now refuses any other
 store when it is built rather than at its first write.
+
+Third, the model values a compiled module builds for every small call (the driver's status
+and ledger observations, the core's key of an opened call: :data:`BUILT_DIRECTLY`) are built
+by ``_built(cls, {field: value, ...})`` (:func:`with_model_values_built`), which makes the
+object the class's generated ``__init__`` makes, without the interpreted
+``object.__setattr__`` per field that a frozen dataclass pays.
 """
 
 from __future__ import annotations
@@ -54,13 +60,16 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="callsafe-fast-") as tmp:
         stage = Path(tmp)
         _copy_package(stage / "callsafe")
-        written = observations = 0
+        written = direct = 0
         paths = [f"callsafe/{name.replace('.', '/')}.py" for name in fast.COMPILED]
         for rel in paths:
             path = stage / rel
             source, count = with_dataclass_inits(path.read_text(encoding="utf-8"))
             if rel == DRIVER:
-                source, observations = with_observations_built(with_memory_store_driver(source))
+                source = with_memory_store_driver(source)
+            if rel in BUILT_DIRECTLY:
+                source, values = with_model_values_built(source, BUILT_DIRECTLY[rel])
+                direct += values
             path.write_text(source, encoding="utf-8")
             written += count
         out = stage / "out"
@@ -84,7 +93,7 @@ def main() -> int:
     seconds = time.perf_counter() - started
     print(
         f"compiled {len(fast.COMPILED)} modules ({written} dataclass __init__ written out, the driver typed for the "
-        f"memory store, {observations} observation calls built directly) into {build_dir}"
+        f"memory store, {direct} model values built directly) into {build_dir}"
     )
     print(f"in {seconds:.0f} s:")
     for name in built:
@@ -199,17 +208,20 @@ def with_memory_store_driver(source: str) -> str:
     )
 
 
-# The observations the driver makes for every small call (a status twice, a ledger row):
-# model classes, shared with the harness, so never compiled (see callsafe._fast).
-OBSERVED = ("LedgerRow", "StatusShown")
-_OBSERVED_HELPER = """
+CORE = "callsafe/reference_impl/core.py"
+# The model values a compiled module builds for every small call: the driver's observations
+# (a status twice, a ledger row), the core's key of each opened call. Model classes, shared
+# with the harness, so never compiled (see callsafe._fast); frozen dataclasses, so each
+# field costs an interpreted ``object.__setattr__`` when built by the class.
+BUILT_DIRECTLY: dict[str, tuple[str, ...]] = {DRIVER: ("LedgerRow", "StatusShown"), CORE: ("CallKey",)}
+_BUILT_HELPER = """
 
 import typing as _typing
 
-_Observed = _typing.TypeVar("_Observed")
+_Built = _typing.TypeVar("_Built")
 
 
-def _observed(cls: type[_Observed], fields: dict[str, Any]) -> _Observed:
+def _built(cls: type[_Built], fields: dict[str, Any]) -> _Built:
     # written by tools/build_fast.py: the object dataclasses' __init__ would build
     obj = object.__new__(cls)
     object.__setattr__(obj, "__dict__", fields)
@@ -218,9 +230,9 @@ def _observed(cls: type[_Observed], fields: dict[str, Any]) -> _Observed:
 
 
 def observation_fields(name: str) -> tuple[str, ...]:
-    """The fields of the model's observation class ``name``, in order, checked to be a
-    class whose generated ``__init__`` does nothing but set them: a frozen dataclass with
-    a ``__dict__``, no ``__post_init__``, every field an ``__init__`` parameter."""
+    """The fields of the model's class ``name`` (an observation, or the call key), in order,
+    checked to be a class whose generated ``__init__`` does nothing but set them: a frozen
+    dataclass with a ``__dict__``, no ``__post_init__``, every field an ``__init__`` parameter."""
     import dataclasses
 
     from callsafe.model import vocabulary
@@ -240,14 +252,14 @@ def observation_fields(name: str) -> tuple[str, ...]:
     return tuple(f.name for f in fields)
 
 
-def with_observations_built(source: str) -> tuple[str, int]:
-    """``source`` (the driver's) with each call of an :data:`OBSERVED` class that passes
-    every field by position replaced by ``_observed(cls, {field: value, ...})``, which
+def with_model_values_built(source: str, names: tuple[str, ...]) -> tuple[str, int]:
+    """``source`` with each call of a model class in ``names`` (:data:`BUILT_DIRECTLY`) that
+    passes every field by position replaced by ``_built(cls, {field: value, ...})``, which
     builds the very object the class's generated ``__init__`` builds (the same class, the
     same instance dictionary in the same order) without its ``object.__setattr__`` per
     field, interpreted, that a frozen dataclass pays; and how many calls it replaced.
     Arguments are evaluated in the same order, once each."""
-    fields = {name: observation_fields(name) for name in OBSERVED}
+    fields = {name: observation_fields(name) for name in names}
     lines = source.splitlines(keepends=True)
     starts = [0]
     for line in lines:
@@ -265,10 +277,10 @@ def with_observations_built(source: str) -> tuple[str, int]:
         pairs = ", ".join(f"{n!r}: {v}" for n, v in zip(names, values, strict=True))
         start = starts[node.lineno - 1] + len(lines[node.lineno - 1].encode()[: node.col_offset].decode())
         end = starts[node.end_lineno - 1] + len(lines[node.end_lineno - 1].encode()[: node.end_col_offset].decode())
-        edits.append((start, end, f"_observed({node.func.id}, {{{pairs}}})"))
+        edits.append((start, end, f"_built({node.func.id}, {{{pairs}}})"))
     for start, end, text in sorted(edits, reverse=True):
         source = source[:start] + text + source[end:]
-    return (source + _OBSERVED_HELPER if edits else source), len(edits)
+    return (source + _BUILT_HELPER if edits else source), len(edits)
 
 
 def _fast_module() -> Any:
