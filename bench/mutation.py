@@ -377,8 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bench.__main__ import _FILE_HEADER
         from bench.common import update_results
 
-        command = "python -m bench.mutation " + " ".join(argv if argv is not None else sys.argv[1:])
-        update_results(args.results, _FILE_HEADER, [section(summary, command)])
+        # the command of the run (a --from-json report keeps the command that measured it)
+        update_results(args.results, _FILE_HEADER, [section(summary, summary["command"])])
         print(f"wrote {args.results}")
     return 0
 

@@ -13,9 +13,9 @@ against the mutant, "needs" where it was not shown). ``killed since``: a judge c
 after the run kills it in the default certification (re-run with ``--only``); a
 generator change counts the same (the ``edges`` generator, 2026-12-01, named in the reason).
 
-Read for the runs of 2026-12-01 (``python -m bench.mutation --sample 160 --seed 0``:
-1,515 mutants in scope before the ``edges`` generator, 1,592 after, each its own sample;
-entries of both are kept, an entry whose line moved was read again for the second); a
+Read for the runs of 2026-12-01 and 2026-12-02 (``python -m bench.mutation --sample 160
+--seed 0``: 1,515 mutants in scope before the ``edges`` generator, 1,592 after, 1,597 with
+the progress write of issue 20, each its own sample; entries of all are kept, an entry whose line moved was read again for the second); a
 spec whose line moved no longer matches and is reported "unclassified". "For
 reference:memory" marks a reading that holds for this killer only (a store-failure path
 the memory store never takes).
@@ -798,5 +798,26 @@ SURVIVORS: Final[dict[str, tuple[str, str, str]]] = {
         "if row.state is _DISPATCHED and ident not in self._outcomes",
         "equivalent",
         "which calls a restart logs as 'no outcome recorded' (here also calls never claimed): log wording, which the spec does not judge",
+    ),
+    # read for the run of 2026-12-02 (1,597 mutants in scope: the progress write of issue 20)
+    "driver.py:NumberReplacer:2": (
+        "retry_delay: float = 0.05,",
+        "equivalent",
+        "how long a retry waits, for reference:memory: the memory store fails only by the harness's faults, for which the target waits for nothing",
+    ),
+    "driver.py:NumberReplacer:7": (
+        "first = effects[0]",
+        "equivalent",
+        "the last effect instead of the first: read only when there is exactly one",
+    ),
+    "memory_store.py:ReplaceComparisonOperator_Is_Gt:0": (
+        "if row.state is _DISPATCHED:",
+        "unreachable",
+        "the store's answer to a claim of a call it holds as dispatched (taken, or blocked with the mutant): the core never claims a call twice, and after a restart it holds a dispatched call as decided; only a second replica's claim reaches it",
+    ),
+    "memory_store.py:ReplaceComparisonOperator_Gt_NotEq:0": (
+        "if turn is not None and fact.turn_bytes > turn.bytes:",
+        "killed since",
+        "killed by edges/caps with two interleaved calls before the restart (the first-opened call's fragment last: the turn's total comes back as the other call's smaller one, and a call over the turn cap by a byte runs, INV-BOUNDED)",
     ),
 }

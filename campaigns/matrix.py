@@ -274,8 +274,8 @@ class Matrix:
                 out.setdefault(r.row.version_key, r.version)
                 program = programs.get(r.row.spec.partition(":")[2])
                 if program is not None and r.unavailable is None:
-                    for name, version in program.dependency_versions().items():
-                        out.setdefault(f"npm:{name}", version)
+                    for key, version in program.dependency_versions().items():
+                        out.setdefault(key, version)
         return out
 
 

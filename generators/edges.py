@@ -34,7 +34,8 @@ trace per bug:
   response, stop a tenant, cancel a turn) followed by a new call that uses the same tool,
   response, tenant or turn, directly, after a repeat of the control, and after a restart;
 * ``caps``: the per-turn and per-call caps met exactly (and missed by one byte) by a call
-  sent after a restart, with and without bytes of the same turn before it;
+  sent after a restart, with and without bytes of the same turn before it (one call, or two
+  whose fragments interleave, the first-opened call's last);
 * ``unknown``: confirmations, denials, terminal events and fragments for calls that were
   never opened, and for turns never started;
 * ``reannounce``: a call id announced again, with its own tool or another, while it
@@ -417,23 +418,33 @@ def _controls() -> Iterator[Trace]:
 # --------------------------------------------------------------------------------------
 
 
+# What comes before the restart: nothing, one call, or two calls of the turn whose fragments
+# interleave with the first-opened call's fragment last (what a store keeps per call must
+# still give the turn's whole total: each call's last write carries a different one).
+_BEFORE: Final = ("", ", bytes before it", ", bytes of two interleaved calls before it")
+
+
 def _caps() -> Iterator[Trace]:
-    first, second = '{"v":1,"memo":"abc"}', '{"v":22,"memo":"é€🦄"}'
-    n, m = len(first.encode()), len(second.encode())
-    for before in (False, True):
+    first, second, third = '{"v":1,"memo":"abc"}', '{"v":22,"memo":"é€🦄"}', '{"v":333}'
+    n, m, k = len(first.encode()), len(second.encode()), len(third.encode())
+    for before in _BEFORE:
+        prior = {0: 0, 1: n, 2: n + k}[_BEFORE.index(before)]
         for kind in ("turn", "call"):
             for delta in (0, -1, 1):
                 if kind == "turn":
-                    limits = Limits(call_bytes=4 * m, turn_bytes=(n if before else 0) + m + delta)
+                    limits = Limits(call_bytes=4 * m, turn_bytes=prior + m + delta)
                 else:
-                    limits = Limits(call_bytes=m + delta, turn_bytes=16 * (n + m))
-                if kind == "call" and before and n > m + delta:
+                    limits = Limits(call_bytes=m + delta, turn_bytes=16 * (n + m + k))
+                if kind == "call" and prior and n > m + delta:
                     continue  # the first call would be over the per-call cap itself
                 where = {0: "met exactly", 1: "a byte to spare", -1: "over by a byte"}[delta]
-                name = f"edges/caps: the {kind} cap {where} after a restart{', bytes before it' if before else ''}"
+                name = f"edges/caps: the {kind} cap {where} after a restart{before}"
                 b = TraceBuilder(tools={"note": _note()}, limits=limits, name=name).turn("t1")
-                if before:
+                if before == _BEFORE[1]:
                     b.call("a", "note", first)
+                elif before == _BEFORE[2]:
+                    b.open("a", "note").open("x", "note").fragment("a", first[:7]).fragment("x", third[:4])
+                    b.fragment("x", third[4:]).fragment("a", first[7:]).terminal("x").terminal("a")
                 b.restart().call("b", "note", second[:5], second[5:])
                 yield b.build()
 

@@ -20,6 +20,7 @@ rows run fewer walks and a shallower exhaustive bound than in-process adapters
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from typing import Final
 
 from callsafe.targets.programs import ProgramRow
 
-__all__ = ["FRAMEWORK_OPTIONS", "FRAMEWORK_ROWS", "OPENAI2_VENV", "OtherVenvRow", "openai2_python"]
+__all__ = ["FRAMEWORK_OPTIONS", "FRAMEWORK_ROWS", "OPENAI2_KEY", "OPENAI2_VENV", "OtherVenvRow", "openai2_python"]
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 OPENAI2_VENV: Final = ROOT / ".venv-openai2"
@@ -41,23 +42,47 @@ def openai2_python() -> Path:
     return Path(named) if named else OPENAI2_VENV / "bin" / "python"
 
 
+# The key prefix of a version installed in the openai<3 environment, in the matrix's
+# ``versions`` (its openai is not the main environment's).
+OPENAI2_KEY: Final = ".venv-openai2"
+
+
+@dataclass(frozen=True)
+class _Probe:
+    missing: str | None  # what is not installed there, or None
+    version: str | None  # the library's version there
+    dependencies: dict[str, str]  # distribution -> version there, of those installed
+
+
 @functools.cache
-def _probe(python: str, needs: tuple[str, ...], library: str) -> tuple[str | None, str | None]:
-    """(what is missing, the installed version of ``library``) in another interpreter."""
+def _probe(python: str, needs: tuple[str, ...], library: str, dependencies: tuple[str, ...]) -> _Probe:
+    """What is missing, and the installed versions of ``library`` and ``dependencies``, in
+    another interpreter."""
     code = (
-        "import importlib.util as u, importlib.metadata as m, sys\n"
+        "import importlib.util as u, importlib.metadata as m, json\n"
         f"missing = [n for n in {list(needs)!r} if u.find_spec(n) is None]\n"
+        "def version(d):\n"
+        "    try:\n"
+        "        return m.version(d)\n"
+        "    except m.PackageNotFoundError:\n"
+        "        return None\n"
         "print(','.join(missing))\n"
-        f"print(m.version({library!r}) if not missing else '')\n"
+        f"print(version({library!r}) if not missing else '')\n"
+        f"print(json.dumps({{d: version(d) for d in {list(dependencies)!r}}}))\n"
     )
     try:
         done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"{python} cannot run ({exc})", None
-    if done.returncode != 0:
-        return f"{python} failed: {done.stderr.strip()[-200:]}", None
-    missing, _, version = done.stdout.partition("\n")
-    return (missing.strip() or None), (version.strip() or None)
+        return _Probe(f"{python} cannot run ({exc})", None, {})
+    lines = done.stdout.split("\n")
+    if done.returncode != 0 or len(lines) < 3:
+        return _Probe(f"{python} failed: {done.stderr.strip()[-200:]}", None, {})
+    try:
+        found = json.loads(lines[2])
+    except ValueError:
+        found = {}
+    versions = {d: v for d, v in found.items() if isinstance(v, str)} if isinstance(found, dict) else {}
+    return _Probe(lines[0].strip() or None, lines[1].strip() or None, versions)
 
 
 @dataclass(frozen=True)
@@ -68,17 +93,22 @@ class OtherVenvRow(ProgramRow):
     def resolved_argv(self) -> list[str]:
         return [a.replace("{python}", str(openai2_python())) for a in self.argv]
 
-    def _state(self) -> tuple[str | None, str | None]:
+    def _state(self) -> _Probe:
         python = openai2_python()
         if not python.exists():
-            return f"{python} does not exist (make venv-openai2)", None
-        return _probe(str(python), self.needs, self.library)
+            return _Probe(f"{python} does not exist (make venv-openai2)", None, {})
+        return _probe(str(python), self.needs, self.library, self.dependencies)
 
     def version(self) -> str | None:
-        return self._state()[1]
+        return self._state().version
+
+    def dependency_versions(self) -> dict[str, str]:
+        """The :attr:`dependencies` as installed in that environment, as
+        ``.venv-openai2:DISTRIBUTION`` (its openai is not the main environment's)."""
+        return {f"{OPENAI2_KEY}:{name}": version for name, version in self._state().dependencies.items()}
 
     def unavailable(self) -> str | None:
-        missing, _ = self._state()
+        missing = self._state().missing
         if missing is None:
             return None
         return f"{missing} not installed in {openai2_python()} (make venv-openai2: callsafe[frameworks-openai2])"
@@ -90,6 +120,7 @@ def _row(
     protocol: str,
     surface: str,
     needs: tuple[str, ...],
+    dependencies: tuple[str, ...],
     cls: type[ProgramRow] = ProgramRow,
     options: dict[str, int] = FRAMEWORK_OPTIONS,
 ) -> ProgramRow:
@@ -102,20 +133,23 @@ def _row(
         argv=("{python}", "-m", f"callsafe.adapters.frameworks.{module}"),
         needs=needs,
         options=options,
+        dependencies=dependencies,
     )
 
 
+# Each row's dependencies: the SDK that reads the stream under the framework, and its HTTP client.
 FRAMEWORK_ROWS: Final[tuple[ProgramRow, ...]] = (
-    _row("openai_agents", "openai-agents", "openai-chat", "agent", ("agents",)),
-    _row("crewai_agent", "crewai", "openai-chat", "agent", ("crewai", "openai"), OtherVenvRow),
-    _row("google_adk", "google-adk", "gemini", "agent", ("google.adk", "google.genai")),
+    _row("openai_agents", "openai-agents", "openai-chat", "agent", ("agents",), ("openai", "httpx")),
+    _row("crewai_agent", "crewai", "openai-chat", "agent", ("crewai", "openai"), ("openai", "httpx"), OtherVenvRow),
+    _row("google_adk", "google-adk", "gemini", "agent", ("google.adk", "google.genai"), ("google-genai", "httpx")),
     _row(
         "llama_index_agent",
         "llama-index-core",
         "openai-chat",
         "agent",
         ("llama_index.core", "llama_index.llms.openai"),
+        ("llama-index-llms-openai", "openai", "httpx"),
         OtherVenvRow,
     ),
-    _row("strands_agent", "strands-agents", "openai-chat", "agent", ("strands", "openai")),
+    _row("strands_agent", "strands-agents", "openai-chat", "agent", ("strands", "openai"), ("openai", "httpx")),
 )

@@ -59,6 +59,9 @@ class ProgramRow:
     argv: tuple[str, ...]  # {python} and {node_dir} are resolved at run time
     needs: tuple[str, ...] = ()
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    # python: distributions the library drives, judged with it (its HTTP client, the LLM
+    # SDK under a framework): the matrix records their versions beside the library's
+    dependencies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.ecosystem not in ECOSYSTEMS:
@@ -81,13 +84,15 @@ class ProgramRow:
         return _npm_version(self.library)
 
     def dependency_versions(self) -> dict[str, str]:
-        """The installed versions of the npm packages the row also needs (a provider package
-        beside ``ai``, ``@langchain/openai`` beside ``@langchain/core``), by package name:
-        they are judged with the library, so the matrix records them too."""
-        if self.ecosystem != "node":
-            return {}
-        versions = {name: _npm_version(name) for name in self.needs}
-        return {name: version for name, version in versions.items() if version is not None}
+        """The installed versions of what the row also needs, by the key the matrix records
+        them under: the npm packages (a provider package beside ``ai``, ``@langchain/openai``
+        beside ``@langchain/core``) as ``npm:NAME``, the python :attr:`dependencies` by
+        distribution. They are judged with the library, so the matrix records them too."""
+        if self.ecosystem == "node":
+            versions = {f"npm:{name}": _npm_version(name) for name in self.needs}
+        else:
+            versions = {name: library_version(name) for name in self.dependencies}
+        return {key: version for key, version in versions.items() if version is not None}
 
     def unavailable(self) -> str | None:
         """Why this row cannot run here, or ``None``: what is missing, and how to get it."""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from callsafe.campaigns.matrix import README_END, README_START, default_rows, readme_table
 from callsafe.model.invariants import INVARIANTS
+from callsafe.targets.framework_rows import FRAMEWORK_ROWS, OPENAI2_KEY, OtherVenvRow
 from callsafe.targets.node_rows import NODE_ROWS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,3 +38,7 @@ def test_the_recorded_run_had_every_row_of_today_and_every_library_installed() -
     assert all(f"npm:{r['spec'].split('/', 1)[1].split(':', 1)[0]}" in summary["versions"] for r in node)
     # the packages judged beside a node library (a provider package, @langchain/openai) too
     assert all(f"npm:{n}" in summary["versions"] for row in NODE_ROWS for n in row.needs)
+    # and the SDK and HTTP client under each python framework, from the environment it ran in
+    for row in FRAMEWORK_ROWS:
+        prefix = f"{OPENAI2_KEY}:" if isinstance(row, OtherVenvRow) else ""
+        assert all(prefix + name in summary["versions"] for name in row.dependencies), row.name

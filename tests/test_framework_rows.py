@@ -11,7 +11,7 @@ import pytest
 from callsafe.certify.checking import check_trace
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import Executed, ToolSpec, Trace
-from callsafe.targets.framework_rows import FRAMEWORK_ROWS
+from callsafe.targets.framework_rows import FRAMEWORK_ROWS, OPENAI2_KEY, OtherVenvRow
 from callsafe.targets.programs import ProgramRow
 
 PAY = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}
@@ -40,6 +40,20 @@ def test_the_rows_are_named_for_the_matrix() -> None:
     for row in FRAMEWORK_ROWS:
         assert row.ecosystem == "python" and row.name.startswith(f"{row.library}:{row.protocol}:")
         assert row.argv[1:3] == ("-m", f"callsafe.adapters.frameworks.{row.argv[2].rsplit('.', 1)[-1]}")
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_the_sdk_under_each_framework_is_recorded_with_its_version(row: ProgramRow) -> None:
+    """What a framework reads the stream with is judged with it, so its version is recorded:
+    an ``openai<3`` row's as installed in that environment (``.venv-openai2:openai``, not the
+    main environment's openai), every other row's by distribution."""
+    _skip_missing(row)
+    versions = row.dependency_versions()
+    assert row.dependencies and len(versions) == len(row.dependencies), versions
+    prefix = f"{OPENAI2_KEY}:" if isinstance(row, OtherVenvRow) else ""
+    assert set(versions) == {prefix + name for name in row.dependencies}
+    if isinstance(row, OtherVenvRow):
+        assert versions[f"{OPENAI2_KEY}:openai"].split(".")[0] in {"1", "2"}  # openai<3, pinned in the extra
 
 
 @pytest.mark.parametrize("row", ROWS)
