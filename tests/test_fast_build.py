@@ -69,6 +69,19 @@ def test_the_compiled_core_executes_the_benchmark_streams_alike(fast: dict[str, 
         assert dict(assembly.embedded_core(trace, fast)) == expected
 
 
+def _module_of(source: str, name: str) -> ModuleType:
+    """``source`` (a build's copy of module ``name``) run as a module of its own, beside the
+    pure one (named ``..._copy_of_X`` in the same package, so its relative names resolve)."""
+    package, _, short = name.rpartition(".")
+    copy = ModuleType(f"{package}._copy_of_{short}")
+    sys.modules[copy.__name__] = copy
+    try:
+        exec(compile(source, f"<copy of {name}>", "exec"), copy.__dict__)
+    finally:
+        del sys.modules[copy.__name__]
+    return copy
+
+
 def _build_script() -> ModuleType:
     spec = importlib.util.spec_from_file_location("build_fast", ROOT / "tools" / "build_fast.py")
     assert spec is not None and spec.loader is not None
@@ -84,13 +97,7 @@ def test_the_written_out_dataclass_inits_are_the_generated_ones(name: str) -> No
     :mod:`dataclasses` generates, and builds an equal object."""
     pure = importlib.import_module(f"callsafe.{name}")
     source, count = _build_script().with_dataclass_inits(_fast.source_path(name).read_text())
-    package = f"callsafe.{name.rpartition('.')[0]}"
-    copy = ModuleType(f"{package}._copy_of_{name.rpartition('.')[2]}")
-    sys.modules[copy.__name__] = copy
-    try:
-        exec(compile(source, f"<copy of {name}>", "exec"), copy.__dict__)
-    finally:
-        del sys.modules[copy.__name__]
+    copy = _module_of(source, f"callsafe.{name}")
     generated = {  # the pure classes whose __init__ dataclasses generated (code from a string)
         cls.__name__
         for cls in vars(pure).values()
@@ -134,12 +141,7 @@ def test_the_compiled_driver_is_typed_for_the_memory_store() -> None:
     original = _fast.source_path("reference_impl.driver").read_text()
     source = script.with_memory_store_driver(original)
     assert source != original
-    copy = ModuleType("callsafe.reference_impl._copy_of_driver")
-    sys.modules[copy.__name__] = copy
-    try:
-        exec(compile(source, "<copy of driver>", "exec"), copy.__dict__)
-    finally:
-        del sys.modules[copy.__name__]
+    copy = _module_of(source, "callsafe.reference_impl.driver")
     assert inspect.signature(copy.Driver.__init__).parameters["store"].annotation == "MemoryStore"
     assert copy.MemoryStore is importlib.import_module("callsafe.reference_impl.memory_store").MemoryStore
     with pytest.raises(ValueError, match="store: Store"):
@@ -184,12 +186,7 @@ def test_the_driver_copy_builds_the_observations_the_model_classes_build() -> No
     original = _fast.source_path("reference_impl.driver").read_text()
     source, count = script.with_model_values_built(original, script.BUILT_DIRECTLY[script.DRIVER])
     assert count == 2 and "_built(LedgerRow, {" in source and "_built(StatusShown, {" in source
-    copy = ModuleType("callsafe.reference_impl._copy_of_driver")
-    sys.modules[copy.__name__] = copy
-    try:
-        exec(compile(source, "<copy of driver>", "exec"), copy.__dict__)
-    finally:
-        del sys.modules[copy.__name__]
+    copy = _module_of(source, "callsafe.reference_impl.driver")
     key = CallKey("acme", "t1", "r1", "i1", "c1")
     effects = [
         Status("t1", "done"),
@@ -228,12 +225,7 @@ def test_the_core_copy_builds_the_keys_the_model_class_builds() -> None:
     original = _fast.source_path("reference_impl.core").read_text()
     source, count = script.with_model_values_built(original, script.BUILT_DIRECTLY[script.CORE])
     assert count >= 1 and "_built(CallKey, {'tenant': turn.tenant, 'turn': turn_id," in source
-    copy = ModuleType("callsafe.reference_impl._copy_of_core")
-    sys.modules[copy.__name__] = copy
-    try:
-        exec(compile(source, "<copy of core>", "exec"), copy.__dict__)
-    finally:
-        del sys.modules[copy.__name__]
+    copy = _module_of(source, "callsafe.reference_impl.core")
     events = [
         TurnStarted(turn="t1", actor="u1", tenant="acme"),
         CallOpened(turn="t1", response="r1", item="i1", call="c1", tool="book"),
