@@ -768,25 +768,26 @@ class Semantics:
     # -- events --------------------------------------------------------------------
 
     def apply(self, event: Event) -> None:
-        s = self.state
         fault = self._store_down
         if fault is not None and not isinstance(event, StoreFault):
             self._store_down = None
             # the input the store failed on (a restart there is a crash anyway): failed
             # closed, it is as a crash, and then the input again
             if not self.reading.store_fault_rolls_back and not isinstance(event, Restart):
-                for rule in BROADCASTS:
-                    if rule.deferred and isinstance(fault, rule.event_type):
-                        for call in list(s.calls.values()):
-                            if call.state not in TERMINAL_STATES and rule.selects(fault, call, s):
-                                self.fire(call, rule.call_event, rule.why)
+                self._broadcast(fault, deferred=True)
+        self._broadcast(event, deferred=False)
+        handler = getattr(self, "_on_" + event.kind)
+        handler(event)
+
+    def _broadcast(self, event: Event, *, deferred: bool) -> None:
+        """The :data:`BROADCASTS` rules for ``event`` that fire now (``deferred``: those
+        that reach the calls at the next input instead), over every unfinished call."""
+        s = self.state
         for rule in BROADCASTS:
-            if not rule.deferred and isinstance(event, rule.event_type):
+            if rule.deferred is deferred and isinstance(event, rule.event_type):
                 for call in list(s.calls.values()):
                     if call.state not in TERMINAL_STATES and rule.selects(event, call, s):
                         self.fire(call, rule.call_event, rule.why)
-        handler = getattr(self, "_on_" + event.kind)
-        handler(event)
 
     def _on_turn_started(self, ev: TurnStarted) -> None:
         s = self.state

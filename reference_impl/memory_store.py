@@ -53,6 +53,13 @@ _COLLECTING: Final = State.COLLECTING
 _DISPATCHED: Final = State.DISPATCHED
 
 
+def _count_turn_bytes(turns: dict[str, TurnRow], fact: RecordProgress) -> None:
+    """The turn's bytes as the SQL stores keep them: the largest total written."""
+    turn = turns.get(fact.turn)
+    if turn is not None and fact.turn_bytes > turn.bytes:
+        turn.bytes = fact.turn_bytes
+
+
 class MemoryStore:
     """Dictionaries behind a lock."""
 
@@ -81,9 +88,7 @@ class MemoryStore:
                 row = calls.get(ident)
                 if row is not None:  # no row: only the turn's bytes change, as in the SQL stores
                     row.fragments, row.bytes = fact.fragments, fact.call_bytes
-                turn = turns.get(fact.turn)
-                if turn is not None and fact.turn_bytes > turn.bytes:
-                    turn.bytes = fact.turn_bytes
+                _count_turn_bytes(turns, fact)
             return Snapshot(
                 turns=turns,
                 current=dict(self._current),
@@ -170,9 +175,7 @@ class MemoryStore:
         turn's bytes (the SQL stores' UPDATE of a missing call row changes nothing)."""
         early = self._progress.pop(ident, None)
         if early is not None:
-            turn = self._turns.get(early.turn)
-            if turn is not None and early.turn_bytes > turn.bytes:
-                turn.bytes = early.turn_bytes
+            _count_turn_bytes(self._turns, early)
 
     def claim(self, key: CallKey, tool: str, entry: LedgerEntry, at: float) -> ClaimResult:
         with self._lock:
