@@ -853,7 +853,7 @@ def write_matrix(m: Matrix, out_dir: Path) -> MatrixFiles:
 
 
 # --------------------------------------------------------------------------------------
-# The README's table
+# The matrix page's table (docs/matrix.md)
 # --------------------------------------------------------------------------------------
 
 README_START: Final = "<!-- matrix:start -->\n"
@@ -863,10 +863,10 @@ _SHORT_IDS: Final = {inv.id: inv.id.removeprefix("INV-") for inv in INVARIANTS}
 
 
 def matrix_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """What the README says of a measured matrix (from its ``matrix.json``): when, with what
+    """What the matrix page says of a measured matrix (from its ``matrix.json``): when, with what
     (callsafe, the runtimes, every judged library's version, the options) and each row's
-    cells. Committed as ``docs/matrix-summary.json`` beside the README, so that a test can
-    keep the README's table equal to a run that happened and to today's list of rows."""
+    cells. Committed as ``docs/matrix-summary.json`` beside the page, so that a test can
+    keep the page's table equal to a run that happened and to today's list of rows."""
     return {
         "schema": "callsafe-matrix-summary",
         "measured_on": str(doc["timings"]["started_at"])[:10],
@@ -898,14 +898,14 @@ def _summary_title(r: Mapping[str, Any]) -> str:
 
 
 def readme_table(summary: Mapping[str, Any]) -> str:
-    """The README's matrix: a line saying when and with what it was measured, then the
+    """The matrix page's table (``docs/matrix.md``): a line saying when and with what it was measured, then the
     table grouped by ecosystem (callsafe's own rows first)."""
     versions = ", ".join(f"{k} {v}" for k, v in sorted(summary["versions"].items()) if k != "callsafe")
     opts = summary["options"]
     budget = "none" if opts.get("budget_seconds") is None else f"{opts['budget_seconds']:g} s per row"
     node = f", Node.js {summary['node']}" if summary.get("node") else ""
     lines = [
-        f"Measured on {summary['measured_on']} (`callsafe matrix --readme README.md`): callsafe "
+        f"Measured on {summary['measured_on']} (`callsafe matrix --readme docs/matrix.md`): callsafe "
         f"{summary['callsafe_version']}, Python {summary['python']}{node}; seed {opts['seed']}, exhaustive depth "
         f"{opts['depth']}, {opts['walks']} random walks, budget {budget}; {len(summary['rows'])} rows in "
         f"{summary['seconds']:.0f} s. Versions: {versions}.",
@@ -933,9 +933,9 @@ def readme_table(summary: Mapping[str, Any]) -> str:
 
 
 def replace_readme_table(text: str, table: str) -> str:
-    """``text`` (the README) with the block between the matrix markers replaced."""
+    """``text`` (the matrix page) with the block between the matrix markers replaced."""
     if README_START not in text or README_END not in text:
-        raise ValueError(f"the README has no {README_START.strip()} ... {README_END} block")
+        raise ValueError(f"the page has no {README_START.strip()} ... {README_END} block")
     head, rest = text.split(README_START, 1)
     _, tail = rest.split(README_END, 1)
     return head + README_START + table + README_END + tail

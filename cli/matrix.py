@@ -76,8 +76,9 @@ _COLUMN = {
     "--readme",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     default=None,
-    help="After the run, rewrite the matrix table of this README (between its matrix markers) from the run, "
-    "and write the run's summary to docs/matrix-summary.json beside it (the test that keeps them equal reads it).",
+    help="After the run, rewrite the matrix table of this page (between its matrix markers: docs/matrix.md) "
+    "from the run, and write the run's summary to matrix-summary.json beside it (the test that keeps them "
+    "equal reads both).",
 )
 def matrix_cmd(
     readme: Path | None,
@@ -161,7 +162,7 @@ def matrix_cmd(
 
 
 def _write_readme(readme: Path, matrix: Matrix) -> None:
-    """The README's table and ``docs/matrix-summary.json`` from this run."""
+    """The page's table (``docs/matrix.md``) and ``matrix-summary.json`` beside it from this run."""
     import json
 
     from callsafe.campaigns.matrix import matrix_json, matrix_summary, readme_table, replace_readme_table
@@ -172,7 +173,7 @@ def _write_readme(readme: Path, matrix: Matrix) -> None:
         updated = replace_readme_table(text, readme_table(summary))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--readme") from None
-    target = readme.parent / "docs" / "matrix-summary.json"
+    target = readme.parent / "matrix-summary.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     readme.write_text(updated, encoding="utf-8")

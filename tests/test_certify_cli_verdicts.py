@@ -107,9 +107,9 @@ def test_a_target_name_is_printed_as_text(tmp_path: Path) -> None:
     assert "\N{FACTORY}" not in out
 
 
-def test_the_exit_statuses_are_in_help_and_in_the_readme() -> None:
+def test_the_exit_statuses_are_in_help_and_in_the_cli_page() -> None:
     code, out = invoke("certify", "--help")
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
     for status, words in (("0", "certified"), ("1", "violated"), ("2", "usage"), ("3", "target errors")):
         assert any(line.strip().startswith(f"{status}  ") and words in line for line in out.splitlines()), status
         assert f"| {status} | " in readme, status

@@ -1,8 +1,8 @@
-"""The layout the README's Design section states is the layout the code has.
+"""The layout the design page (``docs/design.md``) states is the layout the code has.
 
 Every import of every module (also those inside functions and ``TYPE_CHECKING`` blocks:
 a lazy import is still a dependency) is read from the source; the folder order is read
-from the README's folder table, so the table cannot drift from what is enforced.
+from the design page's folder table, so the table cannot drift from what is enforced.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ def _folders() -> set[str]:
 
 
 def folder_table() -> dict[str, tuple[int, str]]:
-    """The README's folder table: folder -> (floor, role)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("**Folders.**", 1)[1].split("\n\n", 2)[1]
+    """The design page's folder table (its "Folders" section): folder -> (floor, role)."""
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    section = text.split("\n## Folders\n", 1)[1].split("\n## ", 1)[0]
     rows: dict[str, tuple[int, str]] = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -98,11 +98,11 @@ def _graph() -> nx.DiGraph:
     return graph
 
 
-def test_the_readme_folder_table_matches_the_tree() -> None:
+def test_the_design_page_folder_table_matches_the_tree() -> None:
     table = folder_table()
     assert set(table) == _folders()
     for name, (_, role) in table.items():
-        assert role, f"{name}/ has no role in the README's folder table"
+        assert role, f"{name}/ has no role in the folder table of docs/design.md"
 
 
 def test_every_folder_docstring_states_its_one_role() -> None:
