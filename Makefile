@@ -80,3 +80,9 @@ test: $(STAMP) $(STAMP2) $(NODE_STAMP) lint typecheck
 
 clean:
 	rm -rf $(VENV) $(VENV2) build dist *.egg-info .typecheck .pytest_cache .mypy_cache .ruff_cache reports out
+
+# the documentation site (mkdocs.yml) into site/, checked as CI checks it (tests/test_docs_site.py);
+# `.venv/bin/mkdocs serve` to read it while editing
+.PHONY: docs
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site

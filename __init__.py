@@ -1,7 +1,7 @@
 """callsafe: certify code that turns streamed LLM tool-call fragments into tool executions.
 
 The repository root is this package; each folder is a subpackage with one role, named in
-the README's Design section (``model``, ``formal``, ``generators``, ``providers``,
+the design page, ``docs/design.md`` (``model``, ``formal``, ``generators``, ``providers``,
 ``reference_impl``, ``diagrams``, ``contract``, ``targets``, ``certify``, ``reporting``,
 ``inspection``, ``campaigns``, ``cli``). The import paths of 0.1 keep working
 (:mod:`callsafe._aliases`).

@@ -13,7 +13,7 @@ variants:
 * **one process**: the floor; traces run in the driver, no partitions;
 * **processes-2**: ``--workers 2``, a spawned pool of two processes (started inside each
   run, as the command line does);
-* **dask-1**, **dask-2**: ``--scheduler``, a cluster started beforehand as the README says
+* **dask-1**, **dask-2**: ``--scheduler``, a cluster started beforehand as docs/howto-dask.md says
   (``dask scheduler`` and ``dask worker --nworkers N --nthreads 1`` as subprocesses on
   loopback), so its start is not timed; connecting to it is.
 

@@ -126,7 +126,7 @@ __all__ = [
 
 GENERATORS: Final = ("catalog", "coverage", "synthesis", "walks", "exhaustive", "edges")
 TRACES_GENERATOR: Final = "traces"  # the user's own trace files (--traces DIR)
-# Exit statuses of `callsafe certify` (README, --help): what CI reads.
+# Exit statuses of `callsafe certify` (docs/cli.md, --help): what CI reads.
 EXIT_OK: Final = 0  # certified: nothing violated, no target error
 EXIT_VIOLATED: Final = 1  # an invariant violated
 EXIT_USAGE: Final = 2  # a usage error (click's own code)

@@ -17,7 +17,8 @@ or a provider name such as ``"openai-responses"``) and its capabilities. A scena
 needs a capability the target lacks is "not applicable", never "passed".
 
 Writing an adapter for one's own implementation is one small class with ``start``,
-``receive`` and (optionally) ``restart`` and ``close``; see the README.
+``receive`` and (optionally) ``restart`` and ``close``; see ``docs/tutorial-assembler.md``
+and ``docs/adapters.md``.
 
 A target that reads a provider's wire (:class:`ProtocolTarget`, as the client-library
 adapters in :mod:`callsafe.targets` do) also has ``receive_wire(payload)``, for each decoded

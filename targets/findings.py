@@ -633,9 +633,9 @@ def notes_for(spec: str, invariant: str) -> list[str]:
 
 
 def findings_markdown() -> str:
-    """The README's findings table: one row per finding, with the surfaces and invariants
-    its witnesses violate and its script (``tests/test_docs_findings.py`` keeps the README
-    equal to this)."""
+    """The findings page's table (``docs/findings.md``): one row per finding, with the
+    surfaces and invariants its witnesses violate and its script
+    (``tests/test_docs_findings.py`` keeps the page equal to this)."""
     rows = ["| finding | library | surfaces: invariants | what | script |", "| --- | --- | --- | --- | --- |"]
     for f in FINDINGS:
         where = "; ".join(

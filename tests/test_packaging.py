@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
 import zipfile
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYOUT = ("model", "generators", "providers", "reference_impl", "targets", "certify")
@@ -25,7 +28,10 @@ def test_pyproject_lists_every_package_folder() -> None:
     assert {f"callsafe.{name}" for name in LAYOUT} <= listed
 
 
-def test_built_wheel_holds_only_the_callsafe_namespace(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel, built once for the tests below, offline (no build isolation)."""
+    out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [
             sys.executable,
@@ -36,14 +42,18 @@ def test_built_wheel_holds_only_the_callsafe_namespace(tmp_path: Path) -> None:
             "--no-build-isolation",
             "-q",
             "-w",
-            str(tmp_path),
+            str(out),
             str(ROOT),
         ],
         check=True,
         capture_output=True,
-        cwd=tmp_path,
+        cwd=out,
     )
-    (wheel,) = tmp_path.glob("callsafe-*.whl")
+    (built,) = out.glob("callsafe-*.whl")
+    return built
+
+
+def test_built_wheel_holds_only_the_callsafe_namespace(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert tops == {"callsafe", next(t for t in tops if t.endswith(".dist-info"))}
@@ -68,3 +78,32 @@ def test_installed_package_imports_by_namespace() -> None:
         check=True,
     )
     assert out.stdout.strip() == "None None"
+
+
+def test_the_wheel_installs_offline_and_its_command_runs(wheel: Path, tmp_path: Path) -> None:
+    """The install route docs/install.md gives (build a wheel, pip install it), without the
+    network: the wheel goes into a folder of its own, its dependencies are this environment's,
+    and the installed `callsafe` command and package are the wheel's, not this checkout."""
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(target)}
+    where = subprocess.run(
+        [sys.executable, "-c", "import callsafe.guard, callsafe.model.lifecycle as m; print(m.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        check=True,
+    )
+    assert Path(where.stdout.strip()).resolve() == (target / "callsafe" / "model" / "lifecycle.py").resolve()
+    command = target / "bin" / "callsafe"
+    version = subprocess.run([str(command), "--version"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert version.returncode == 0 and "0.1.0" in version.stdout, version.stderr
+    listed = subprocess.run(
+        [str(command), "scenarios", "list"], capture_output=True, text=True, env=env, cwd=tmp_path, check=True
+    )
+    assert "duplicate-deltas" in listed.stdout
