@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -107,3 +108,35 @@ def test_the_wheel_installs_offline_and_its_command_runs(wheel: Path, tmp_path: 
         [str(command), "scenarios", "list"], capture_output=True, text=True, env=env, cwd=tmp_path, check=True
     )
     assert "duplicate-deltas" in listed.stdout
+
+
+def test_the_git_url_route_installs_the_package(tmp_path: Path) -> None:
+    """`pip install 'callsafe @ git+URL'`, the route docs/install.md gives first, with this
+    repository as the URL (git+file://, so nothing leaves the machine): pip clones what is
+    committed, builds it with the project's own build backend and installs the one namespace."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout (or no git): the git URL route needs one")
+    target = tmp_path / "site"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "--target",
+            str(target),
+            f"callsafe @ git+file://{ROOT}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (target / "callsafe" / "model" / "lifecycle.py").is_file()
+    assert (target / "callsafe" / "guard" / "__init__.py").is_file()
+    assert not (target / "model").exists()
+    assert (target / "bin" / "callsafe").is_file()
