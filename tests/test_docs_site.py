@@ -110,3 +110,33 @@ def test_the_ci_workflow_runs_certify_with_options_that_exist() -> None:
         assert option in help_text, option
     junit = [s for s in steps if "junit" in str(s.get("with", {})).lower()]
     assert junit and "callsafe-report/junit.xml" in str(junit[0]["with"])
+
+
+def test_the_readme_matrix_headline_is_the_recorded_run() -> None:
+    """The README's matrix headline counts what docs/matrix-summary.json (the run the matrix
+    page shows) holds: measure the matrix again and these numbers must follow."""
+    import json
+    from collections import Counter
+
+    summary = json.loads((DOCS / "matrix-summary.json").read_text(encoding="utf-8"))
+    libraries = [r for r in summary["rows"] if r["spec"].startswith("library:")]
+    violated = Counter(inv for r in libraries for inv, cell in r["cells"].items() if cell == "violated")
+    failing = sum(1 for r in libraries if "violated" in r["cells"].values())
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"Measured on {summary['measured_on']}" in text
+    assert f"{len(libraries)} surfaces of {len({r['library'] for r in libraries})} client libraries" in text
+    assert f"all {failing} library surfaces violate at least one" in text and failing == len(libraries)
+    for count, words in (
+        (violated["INV-TERMINAL"], "run a call before it ended under its protocol (INV-TERMINAL"),
+        (violated["INV-CANCEL"], "run a call a stop should have ended (INV-CANCEL)"),
+        (violated["LIVE-DISPATCH"], "lose a valid call (LIVE-DISPATCH)"),
+        (violated["INV-EXACT-ARGS"], "run wrong arguments (INV-EXACT-ARGS)"),
+        (violated["INV-ONCE"], "run a call twice (INV-ONCE)"),
+    ):
+        assert f"{count} {words}" in text, (count, words)
+    own = [r for r in summary["rows"] if not r["spec"].startswith("library:")]
+    assert own and all(set(r["cells"].values()) <= {"holds"} for r in own), "the README says they hold everything"
+    findings = (DOCS / "findings.md").read_text(encoding="utf-8")
+    table = findings.split("<!-- findings:start -->\n", 1)[1].split("<!-- findings:end -->", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ")][2:]  # less the header and its rule
+    assert f"one of {len(rows)} findings" in text
