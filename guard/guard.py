@@ -76,7 +76,8 @@ from callsafe.reference_impl.core import Core
 from callsafe.reference_impl.driver import Driver
 from callsafe.reference_impl.effects import LedgerEntry, RequestConfirmation
 from callsafe.reference_impl.errors import AssemblerError, StoreError
-from callsafe.reference_impl.store import Store
+from callsafe.reference_impl.leases import DEFAULT_LEASE_SECONDS, Heartbeat, Lease, new_identity
+from callsafe.reference_impl.store import Store, holds_leases
 
 __all__ = ["Executor", "Guard", "LedgerRecord", "StreamReader", "ToolCall", "Turn", "Validator"]
 
@@ -181,7 +182,12 @@ class Guard:
     ``namespace``: the PostgreSQL schema (replicas share one); ``observer``: called with
     every :class:`~callsafe.model.vocabulary.Observation` (ledger rows, statuses, audit
     rows, confirmation requests, notes); ``tracer``: an OpenTelemetry tracer (default: the
-    global one, when ``opentelemetry-api`` is installed)."""
+    global one, when ``opentelemetry-api`` is installed); ``clock``: the time for ledger
+    rows and leases; ``instance``: this guard's identity among the replicas sharing the
+    store (default: a unique one; a stable one makes a restart take its own leftover
+    calls at once); ``lease_seconds``: how long its lease outlives its last heartbeat,
+    i.e. how long a killed guard's calls in flight wait before a replica fails them;
+    ``heartbeat``: renew the lease from a thread (False: call :meth:`heartbeat`)."""
 
     def __init__(
         self,
@@ -198,6 +204,9 @@ class Guard:
         tracer: Any = None,
         clock: Callable[[], float] = time.time,
         step: Callable[[], int] | None = None,
+        instance: str | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        heartbeat: bool = True,
     ) -> None:
         if executor is not None and not callable(executor):
             raise ConfigError("executor is a callable taking a ToolCall, or None (yield mode)")
@@ -221,10 +230,30 @@ class Guard:
         self._confirmations: dict[CallKey, ToolCall] = {}
         self._turns: dict[str, TurnStarted] = {}
         self._closed = False
+        self._heartbeat: Heartbeat | None = None
+        if instance is not None and not isinstance(instance, str):
+            raise ConfigError("instance is a string naming this guard (unique among live replicas), or None")
+        if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) or not lease_seconds > 0:
+            raise ConfigError("lease_seconds is a positive number of seconds")
+        self.instance = instance or new_identity()
         self.store_kind = describe_store(store)
         self._store = open_store(store, create=create, namespace=namespace)
         try:
-            self._core = Core(self._tools, self._limits, self._store.load())
+            self._lease = Lease(self._store, self.instance, lease_seconds, clock) if holds_leases(self._store) else None
+        except ValueError as exc:
+            self._store.close()
+            raise ConfigError(str(exc)) from None
+        try:
+            adopted = self._lease.acquire() if self._lease is not None else []
+            if adopted:
+                self._log.warning(
+                    "guard %s: %d call(s) in flight of a stopped instance taken over, to be failed",
+                    self.instance,
+                    len(adopted),
+                    extra={"callsafe_event": "calls_taken_over", "callsafe_count": len(adopted)},
+                )
+            owner = self.instance if self._lease is not None else None
+            self._core = Core(self._tools, self._limits, self._store.load(), owner=owner)
             self._driver = _GuardDriver(
                 self._core,
                 self._store,
@@ -246,6 +275,11 @@ class Guard:
         except StoreError as exc:
             self._store.close()
             raise GuardStoreError(f"the store failed at start: {exc}", exc.fault) from exc
+        if self._lease is not None and heartbeat:
+            self._heartbeat = Heartbeat(
+                self.heartbeat, self._lease.interval, self._heartbeat_failed, f"callsafe-lease-{self.instance}"
+            )
+            self._heartbeat.start()
 
     # -- context manager -----------------------------------------------------------
 
@@ -256,13 +290,93 @@ class Guard:
         self.close()
 
     def close(self) -> None:
-        """Release the store (its data stays). Calls in flight are not decided: a guard
-        opened on the same store later fails them, as after a restart."""
+        """Release the lease and the store (its data stays). Calls in flight are not
+        decided: with the lease released they are orphans, which the next guard to start
+        on the store (or a live replica's next heartbeat) fails, as after a restart."""
+        beating, self._heartbeat = self._heartbeat, None
+        if beating is not None:  # outside the lock: a beat in progress may be waiting for it
+            beating.stop()
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._store.close()
+            try:
+                if self._lease is not None:
+                    self._lease.release()
+            except StoreError as exc:  # the lease then expires by itself
+                self._log.warning(
+                    "guard %s: lease not released (%s): it expires in %g s",
+                    self.instance,
+                    exc.fault,
+                    self._lease.ttl if self._lease is not None else 0.0,
+                    extra={"callsafe_event": "lease_not_released"},
+                )
+            finally:
+                self._store.close()
+
+    # -- leases --------------------------------------------------------------------
+
+    def heartbeat(self) -> int:
+        """Renew this guard's lease, then fail the calls in flight of instances whose lease
+        expired (killed replicas): how many calls were taken over. The heartbeat thread
+        calls it every ``lease_seconds / 3``; a guard built with ``heartbeat=False`` (tests,
+        an application with its own scheduler) calls it itself. Raises
+        :class:`~callsafe.guard.errors.GuardStoreError` when the store fails."""
+        lease = self._lease
+        if lease is None:
+            return 0
+        self._check_open()
+        try:
+            live = lease.renew()  # the store's own lock: not the guard's
+        except StoreError as exc:
+            raise GuardStoreError(f"the lease could not be renewed: {exc}", exc.fault) from exc
+        if not live:
+            self._log.warning(
+                "guard %s: its lease had lapsed before this heartbeat; other replicas may have failed its calls "
+                "in flight",
+                self.instance,
+                extra={"callsafe_event": "lease_lapsed"},
+            )
+        with self._lock:
+            self._check_open()
+            try:
+                rows = lease.orphans()
+            except StoreError as exc:
+                raise GuardStoreError(f"the store failed: {exc}", exc.fault) from exc
+            if not rows:
+                return 0
+            self._log.warning(
+                "guard %s: %d call(s) in flight of an instance whose lease expired taken over, to be failed",
+                self.instance,
+                len(rows),
+                extra={"callsafe_event": "calls_taken_over", "callsafe_count": len(rows)},
+            )
+            self._input = next(self._inputs)
+            try:
+                self._driver.run(self._core.take_over(rows))
+            except StoreError as exc:
+                raise GuardStoreError(f"the store failed: {exc}", exc.fault) from exc
+        return len(rows)
+
+    def leases(self) -> list[tuple[str, float, float]]:
+        """Every live or expired lease in the store ``(instance, heartbeat, expires)``."""
+        if self._lease is None:
+            return []
+        with self._lock:
+            rows: list[tuple[str, float, float]] = self._store_call(self._lease.store.leases)
+        return rows
+
+    def _heartbeat_failed(self, exc: BaseException) -> None:
+        if isinstance(exc, ClosedGuard):
+            return
+        fault = getattr(exc, "fault", None)
+        self._log.warning(
+            "guard %s: heartbeat failed (%s); the lease expires %g s after the last renewal",
+            self.instance,
+            getattr(fault, "value", type(exc).__name__),
+            self._lease.ttl if self._lease is not None else 0.0,
+            extra={"callsafe_event": "heartbeat_failed"},
+        )
 
     # -- turns ---------------------------------------------------------------------
 

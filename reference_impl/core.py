@@ -106,7 +106,7 @@ from callsafe.reference_impl.effects import (
 from callsafe.reference_impl.errors import ModelDriftError, UnsupportedEvent
 from callsafe.reference_impl.redaction import copy_json, redact_schema_problem
 from callsafe.reference_impl.schema_check import SchemaCheck
-from callsafe.reference_impl.store import ClaimResult, Ident, Snapshot, ident_of
+from callsafe.reference_impl.store import CallRow, ClaimResult, Ident, Snapshot, ident_of
 
 __all__ = ["CallView", "Core", "TurnState"]
 
@@ -223,8 +223,15 @@ class Core:
         snapshot: Snapshot | None = None,
         *,
         scan_every: int = DEFAULT_SCAN_EVERY,
+        owner: str | None = None,
     ) -> None:
         self.tools = tools
+        # The lease identity this core opens calls under (None: no lease, every call in the
+        # store is this core's). With one, the open calls of other owners in a snapshot are
+        # theirs to finish: never loaded, never failed here (a live replica's calls); the
+        # calls of an owner whose lease expired are first adopted in the store
+        # (``LeaseStore.adopt_orphans``), which makes them this core's own.
+        self.owner = owner
         self.limits = limits
         # The caps as the core's own ints: read for every fragment, where two reads on the
         # model's Limits cost as much as the rest of the byte accounting.
@@ -282,6 +289,27 @@ class Core:
         for key in self._unknown_outcomes:
             effects.append(Log(f"{key}: dispatched, no outcome recorded: whether the tool ran is unknown"))
         self._unknown_outcomes = []
+        return effects
+
+    def take_over(self, rows: Sequence[CallRow]) -> Sequence[Effect]:
+        """Calls adopted from an instance whose lease expired (a crashed replica): they fail
+        as that instance's restart would have failed them (the model's ``restart``
+        broadcast, applied to these calls only). A call this core already holds is left
+        alone; a terminal row is only remembered."""
+        adopted: list[_Call] = []
+        for row in rows:
+            ident = ident_of(row.key)
+            if ident in self._active or ident in self._decided:
+                continue
+            if row.state in TERMINAL_STATES:
+                self._decided[ident] = row.state
+                continue
+            call = _Call(row.key, ident, row.tool, row.state, ArgumentBuffer(0), row.fragments, row.bytes)
+            self._active[ident] = call
+            adopted.append(call)
+        effects: list[Effect] = []
+        if adopted:
+            self._broadcast(Restart(), effects, among=adopted)
         return effects
 
     def resync(self, snapshot: Snapshot) -> Sequence[Effect]:
@@ -435,9 +463,12 @@ class Core:
         self._quarantined = set(snapshot.quarantined)
         self._disabled = set(snapshot.disabled_tools)
         self._unknown_outcomes = list(snapshot.unknown_outcomes)
+        owner = self.owner
         for ident, row in snapshot.calls.items():
             if row.state in TERMINAL_STATES:
                 self._decided[ident] = row.state
+            elif owner is not None and row.owner is not None and row.owner != owner:
+                continue  # another instance's call in flight: its owner finishes it
             else:
                 # in flight when the process stopped: its bytes are gone; start() fails it
                 self._active[ident] = _Call(
@@ -472,14 +503,15 @@ class Core:
             return (Log(f"{key}: {event} rejected: {result.why}"),)
         return _NOTHING
 
-    def _broadcast(self, event: Event, effects: list[Effect]) -> list[CallKey]:
-        """The model's broadcast rules for ``event``; the keys of the calls it stopped."""
+    def _broadcast(self, event: Event, effects: list[Effect], among: Sequence[_Call] | None = None) -> list[CallKey]:
+        """The model's broadcast rules for ``event`` (over ``among``, default every call in
+        active assembly); the keys of the calls it stopped."""
         rules = self._rules.get(type(event))
         if rules is None:
             rules = self._rules[type(event)] = _rules_for(type(event))
         stopped: list[CallKey] = []
         for rule in rules:
-            for call in list(self._active.values()):
+            for call in list(self._active.values()) if among is None else among:
                 # The rules read ``call.key``, ``call.tool`` and ``state.turns[...]``; ours
                 # have those attributes (duck-typed against the model's records).
                 if call.state not in TERMINAL_STATES and rule.selects(event, cast(Any, call), cast(Any, self)):
@@ -619,7 +651,7 @@ class Core:
             return self._absent(turn, ident, tool, event, "opened after its turn, response or tenant was stopped", None)
         key = CallKey(turn.tenant, turn_id, response, item, call_id)  # every field by position: see tools/build_fast.py
         self._active[ident] = _Call(key, ident, tool, result, ArgumentBuffer(self.scan_every))
-        effects = [OpenCall(key, tool)]
+        effects = [OpenCall(key, tool, self.owner)]
         self._show(turn, "preparing", effects)
         return effects
 
