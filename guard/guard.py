@@ -40,13 +40,14 @@ import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, NamedTuple, Self
+from typing import Any, Final, NamedTuple, Self
 
 from callsafe.guard.catalog import catalog_of, spec_of
 from callsafe.guard.errors import (
     ClosedGuard,
     ConfigError,
     GuardStoreError,
+    LimitExceeded,
     StreamError,
     UnknownInput,
     UnknownTurn,
@@ -54,6 +55,7 @@ from callsafe.guard.errors import (
 from callsafe.guard.inputs import SKIP, check_protocol, detect_protocol, error_event_of, payload_of
 from callsafe.guard.stores import describe_store, open_store
 from callsafe.guard.telemetry import LOGGER_NAME, Telemetry, log_observation
+from callsafe.model.lifecycle import TERMINAL_STATES
 from callsafe.model.vocabulary import (
     CallKey,
     CancelTurn,
@@ -75,7 +77,7 @@ from callsafe.providers.sse import payload_of as sse_payload
 from callsafe.reference_impl.core import Core
 from callsafe.reference_impl.driver import Driver
 from callsafe.reference_impl.effects import LedgerEntry, RequestConfirmation
-from callsafe.reference_impl.errors import AssemblerError, StoreError
+from callsafe.reference_impl.errors import AssemblerError, CallLimitExceeded, StoreError
 from callsafe.reference_impl.leases import DEFAULT_LEASE_SECONDS, Heartbeat, Lease, new_identity
 from callsafe.reference_impl.store import Store, holds_leases
 
@@ -139,16 +141,31 @@ Executor = Callable[[ToolCall], object]
 Validator = Callable[[ToolCall], str | None]
 
 
+# Caps on tool calls opened per turn and per response, beside the model's byte caps: a
+# stream that opens new call ids without end costs no memory or store write past them.
+DEFAULT_CALL_CAPS: Final = {"turn_calls": 4096, "response_calls": 256}
+
+
+def _call_caps_of(limits: Limits | Mapping[str, int] | None) -> dict[str, int]:
+    caps = dict(DEFAULT_CALL_CAPS)
+    if isinstance(limits, Mapping):
+        caps.update({k: v for k, v in limits.items() if k in caps})
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in caps.values()):
+        raise ConfigError("turn_calls and response_calls are positive integers (calls)")
+    return caps
+
+
 def _limits_of(limits: Limits | Mapping[str, int] | None) -> Limits:
     if limits is None:
         return Limits()
     if isinstance(limits, Limits):
         value = limits
     elif isinstance(limits, Mapping):
-        unknown = set(limits) - {"call_bytes", "turn_bytes"}
+        known = {"call_bytes", "turn_bytes", *DEFAULT_CALL_CAPS}
+        unknown = set(limits) - known
         if unknown:
-            raise ConfigError(f"unknown limits {sorted(unknown)}; known: call_bytes, turn_bytes")
-        value = Limits(**dict(limits))
+            raise ConfigError(f"unknown limits {sorted(unknown)}; known: {', '.join(sorted(known))}")
+        value = Limits(**{k: v for k, v in limits.items() if k in ("call_bytes", "turn_bytes")})
     else:
         raise ConfigError(f"limits is a Limits or a mapping, got {type(limits).__name__}")
     if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (value.call_bytes, value.turn_bytes)):
@@ -216,6 +233,7 @@ class Guard:
             raise ConfigError("observer is a callable taking an Observation, or None")
         self._tools = catalog_of(tools)
         self._limits = _limits_of(limits)
+        self._caps = _call_caps_of(limits)
         self._executor = executor
         self._validator = validator
         self._observer = observer
@@ -253,7 +271,15 @@ class Guard:
                     extra={"callsafe_event": "calls_taken_over", "callsafe_count": len(adopted)},
                 )
             owner = self.instance if self._lease is not None else None
-            self._core = Core(self._tools, self._limits, self._store.load(), owner=owner)
+            self._core = Core(
+                self._tools,
+                self._limits,
+                self._store.load(),
+                owner=owner,
+                forget_over_turns=True,  # bounded memory: a finished turn's calls leave it
+                turn_calls=self._caps["turn_calls"],
+                response_calls=self._caps["response_calls"],
+            )
             self._driver = _GuardDriver(
                 self._core,
                 self._store,
@@ -403,6 +429,7 @@ class Guard:
             self._check_open()
             self._turns[turn_id] = started
             self._deliver(started)
+            del self._turns[turn_id]  # the core holds it now (and forgets it once it is over)
         return Turn(self, started)
 
     def resume_turn(self, turn_id: str) -> Turn:
@@ -566,13 +593,25 @@ class Guard:
             self._driver.receive(event)
         except StoreError as exc:
             raise GuardStoreError(f"the store failed: {exc}", exc.fault) from exc
+        except CallLimitExceeded as exc:
+            raise LimitExceeded(str(exc)) from None
         except AssemblerError as exc:
             raise UnknownInput(str(exc)) from exc
         finally:
             # a re-entrant input (from inside the validator) returns its own calls to its
             # own caller; the outer input's list is restored, so each call is returned once
             ready, self._ready = self._ready, outer
+            if self._confirmations:  # requests the input stopped (a cancel, a supersession)
+                self._prune_confirmations()
         return ready
+
+    def _prune_confirmations(self) -> None:
+        """Forget confirmation requests whose call no longer waits (stopped, or its turn is
+        over): nothing else would ever remove them."""
+        for key in list(self._confirmations):
+            view = self._core.view(key)
+            if view is None or view.state in TERMINAL_STATES:
+                del self._confirmations[key]
 
     def _deliver_all(self, events: Sequence[Event]) -> list[ToolCall]:
         ready: list[ToolCall] = []
@@ -737,6 +776,8 @@ class StreamReader:
             return ready
         except ProviderError as exc:
             return self._fail(exc)
+        except LimitExceeded as exc:
+            return self._fail(exc)
 
     def read_error(self, exc: BaseException) -> list[ToolCall]:
         """The source raised ``exc``: when it is an SDK's exception for an error event the
@@ -815,9 +856,10 @@ class StreamReader:
         self.calls += len(ready)
         return ready
 
-    def _fail(self, exc: ProviderError) -> list[ToolCall]:
-        """The stream cannot be read: it ends as a dropped connection, then the error."""
-        error = StreamError(str(exc))
+    def _fail(self, exc: ProviderError | LimitExceeded) -> list[ToolCall]:
+        """The stream cannot be read (or opened too many calls): it ends as a dropped
+        connection, then the error."""
+        error = exc if isinstance(exc, LimitExceeded) else StreamError(str(exc))
         self._broken = error
         if self._parser is not None:
             with self.guard._lock:
@@ -830,4 +872,6 @@ class StreamReader:
             type(exc).__name__,
             extra={"callsafe_event": "stream_error", "callsafe_turn": self.turn.id},
         )
+        if error is exc:
+            raise error
         raise error from exc

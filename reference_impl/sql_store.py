@@ -494,6 +494,30 @@ class SqlStore(ABC):
     def leases(self) -> list[tuple[str, float, float]]:
         return [(str(o), float(h), float(e)) for o, h, e in self._query(_LEASES)]
 
+    # -- retention -----------------------------------------------------------------
+
+    def prune(self, before: float, keep: int) -> dict[str, int]:
+        """Delete the ledger and audit rows written before ``before`` (a time of the
+        clock the rows were stamped with), except the newest ``keep`` of each (at least
+        one: the newest ledger row is the store's high-water mark, which its witness
+        compares at open); how many rows of each table went.
+
+        What is never deleted: the calls, their outcomes and the terminal event ids (the
+        replay protection: a replayed terminal event or claim is refused by them, however
+        late it comes), turns, current turns, quarantines, disabled tools and leases
+        (what a restart reads back). Ledger and audit rows are the record for people:
+        the decisions themselves live in ``calls``."""
+        keep = max(1, int(keep))
+        gone: dict[str, int] = {}
+        with self._transaction():
+            for table in ("ledger", "audit"):
+                gone[table] = self._execute(
+                    f"DELETE FROM {table} WHERE at < ? AND id < (SELECT coalesce(min(id), 0) FROM "
+                    f"(SELECT id FROM {table} ORDER BY id DESC LIMIT ?) newest)",
+                    (before, keep),
+                )
+        return gone
+
     # -- reading -----------------------------------------------------------------
 
     def load(self) -> Snapshot:

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from replica_worker import SCHEMA, expected_keys, turn_events
 
-from callsafe.guard import Guard, GuardStoreError, ToolCall
+from callsafe.guard import Guard, GuardStoreError, ToolCall, UnknownTurn
 from callsafe.model.vocabulary import CallKey
 from callsafe.providers.streams import render_payloads
 from callsafe.reference_impl.errors import StoreError, StoreFault
@@ -333,3 +333,98 @@ def test_a_sigkilled_worker_process_calls_fail_only_after_its_lease(tmp_path: Pa
     assert len(ledger) == len(in_flight) and all(v == ["failed"] for v in ledger.values())
     assert {r[0] for r in survivor.leases()} == {dead, survivor.instance}  # an expired lease stays, harmless
     survivor.close()
+
+
+# -- bounded state ---------------------------------------------------------------------
+
+
+def test_finished_turns_leave_the_guards_memory_and_late_events_stay_rejected(tmp_path: Path) -> None:
+    """Memory does not grow with finished calls: past the replay window every map of the
+    core and the guard holds only the live turns; a late event of a forgotten turn runs
+    nothing and changes no decision (the store holds them)."""
+    runs = Runs()
+    g = guard(f"sqlite:///{tmp_path / 'guard.db'}", runs, create=True)
+    g._core._keep_over = 2  # a small window, so the test stays small
+    core = g._core
+    for i in range(12):  # three conversations: each new turn supersedes its conversation's previous one
+        turn_id = f"t{i}"
+        reader = g.turn(turn_id, "alice", "acme", conversation=f"c{i % 3}").open_stream("openai-chat")
+        assert len(finish(reader, render_payloads("openai-chat", turn_events(turn_id, 2)))) == 2
+    live = {f"t{i}" for i in range(9, 12)}
+    assert set(core.turns) == live | set(core._over) and len(core._over) == 2
+    assert len(core._decided) == 2 * len(core.turns)
+    assert len(core._terminal_ids) <= 2 * len(core.turns) and len(core._ended) <= len(core.turns)
+    assert not core._active and not g._turns and not g._confirmations
+    before = decisions(g.store)
+    with pytest.raises(UnknownTurn):  # forgotten: past the window, the turn is unknown here
+        g.resume_turn("t0")
+    for turn_id in ("t7", "t11"):  # over but in the window, and live: replays run nothing twice
+        reader = g.resume_turn(turn_id).open_stream("openai-chat")
+        assert finish(reader, render_payloads("openai-chat", turn_events(turn_id, 2))) == []
+    assert sum(runs.keys.values()) == 24 and max(runs.keys.values()) == 1
+    assert {k: v[0] for k, v in decisions(g.store).items()} == {k: v[0] for k, v in before.items()}
+    g.close()
+
+
+def test_a_flood_of_call_ids_stops_at_the_cap_and_runs_nothing() -> None:
+    from callsafe.guard import LimitExceeded
+
+    runs = Runs()
+    g = guard("memory:", runs, limits={"response_calls": 3, "turn_calls": 5})
+    payloads = render_payloads("openai-chat", turn_events("t", 6))
+    reader = g.turn("t", "alice", "acme").open_stream("openai-chat")
+    with pytest.raises(LimitExceeded):
+        for p in payloads:
+            reader.feed(p)
+    assert not runs.keys  # the response ended as dropped: its calls in flight failed
+    assert len(g.store.ledger()) == 3 and {e.decision for e, _ in g.store.ledger()} == {"failed"}
+    assert not g._core._active
+    # the turn cap: a second response of the same turn may open only what is left of it
+    reader = g.turn("t2", "alice", "acme", conversation="other").open_stream("openai-chat")
+    assert len(finish(reader, render_payloads("openai-chat", turn_events("t2", 3)))) == 3
+
+
+@pytest.mark.parametrize("bad", [{"turn_calls": 0}, {"response_calls": True}, {"calls": 3}])
+def test_bad_call_caps_are_config_errors(bad: dict[str, Any]) -> None:
+    from callsafe.guard import ConfigError
+
+    with pytest.raises(ConfigError):
+        Guard({"count": SCHEMA}, store="memory:", limits=bad)
+
+
+# -- retention -----------------------------------------------------------------------
+
+
+def test_prune_drops_old_ledger_and_audit_rows_and_keeps_what_a_restart_and_replays_need(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from callsafe.cli.store import store_cmd
+    from callsafe.reference_impl.sqlite_store import SqliteStore
+
+    path = tmp_path / "guard.db"
+    url = f"sqlite:///{path}"
+    clock = Clock(1_000.0)  # long ago: every row is older than any --older-than below
+    runs = Runs()
+    g = guard(url, runs, create=True, clock=clock)
+    done = render_payloads("openai-chat", turn_events("t1", 3))
+    assert len(finish(g.turn("t1", "alice", "acme").open_stream("openai-chat"), done)) == 3
+    g.quarantine("nothing", "drill")
+    half_streamed(g, "t2")  # in flight: what a restart needs
+    g.close()
+    store = SqliteStore(path)
+    high_water, calls_before = store.high_water, sorted(store.rows("calls"))
+    store.close()
+    result = CliRunner().invoke(store_cmd, ["prune", str(path), "--older-than", "1d", "--keep", "1"])
+    assert result.exit_code == 0, result.output
+    assert "2 ledger row(s), 0 audit row(s)" in result.output  # 3 rows: the newest stays; the one audit row stays
+    store = SqliteStore(path)  # the witness still agrees: the high-water row stayed
+    assert store.high_water == high_water and sorted(store.rows("calls")) == calls_before
+    assert len(store.ledger()) == 1 and len(store.audit()) == 1
+    store.close()
+    again = guard(url, runs, clock=clock)  # a restart: its own calls in flight fail, the done ones stay done
+    assert again.status("t2") == "retry"
+    replay = again.resume_turn("t1").open_stream("openai-chat")
+    assert finish(replay, done) == [] and max(runs.keys.values()) == 1  # replay protection held
+    again.close()
+    bad = CliRunner().invoke(store_cmd, ["prune", str(path), "--older-than", "soon"])
+    assert bad.exit_code != 0
