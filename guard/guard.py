@@ -53,7 +53,7 @@ from callsafe.guard.errors import (
 )
 from callsafe.guard.inputs import SKIP, check_protocol, detect_protocol, error_event_of, payload_of
 from callsafe.guard.stores import describe_store, open_store
-from callsafe.guard.telemetry import LOGGER_NAME, Telemetry, log_observation
+from callsafe.guard.telemetry import LOGGER_NAME, Telemetry, log_event, log_observation
 from callsafe.model.vocabulary import (
     CallKey,
     CancelTurn,
@@ -236,11 +236,13 @@ class Guard:
                 on_confirmation=self._confirmation_requested,
             )
             for key, tool in self._store.unknown_outcomes():
-                self._log.warning(
-                    "call %s (%s): claimed before a crash, outcome unknown",
-                    key,
-                    tool,
-                    extra={"callsafe_event": "unknown_outcome", "callsafe_key": str(key), "callsafe_tool": tool},
+                log_event(
+                    self._log,
+                    logging.WARNING,
+                    "unknown_outcome",
+                    "call %(key)s (%(tool)s): claimed before a crash, outcome unknown",
+                    key=key,
+                    tool=tool,
                 )
             self._driver.run(self._core.start())
         except StoreError as exc:
@@ -490,22 +492,31 @@ class Guard:
         self._confirmations.pop(key, None)
         call = ToolCall(key, tool, arguments, actor, traceparent)
         attributes = {"callsafe.tool": tool, "callsafe.call_key": str(key), "callsafe.tenant": key.tenant}
-        extra = {"callsafe_event": "execute", "callsafe_key": str(key), "callsafe_tool": tool}
         with self._telemetry.execute(traceparent, attributes) as span:
             if self._executor is None:
                 self._ready.append(call)
-                self._log.info("call %s (%s): handed over", key, tool, extra=extra)
+                log_event(
+                    self._log, logging.INFO, "execute", "call %(key)s (%(tool)s): handed over", key=key, tool=tool
+                )
                 return
             try:
                 result = self._executor(call)
             except Exception as exc:
                 self._ready.append(dataclasses.replace(call, ran=True, error=exc))
-                self._log.warning("call %s (%s): executor raised %s", key, tool, type(exc).__name__, extra=extra)
+                log_event(
+                    self._log,
+                    logging.WARNING,
+                    "execute",
+                    "call %(key)s (%(tool)s): executor raised %(error)s",
+                    key=key,
+                    tool=tool,
+                    error=type(exc).__name__,
+                )
                 if span is not None:
                     span.set_attribute("callsafe.outcome", f"raised {type(exc).__name__}")
                 raise  # the driver records "raised <Type>": never run again
             self._ready.append(dataclasses.replace(call, ran=True, result=result))
-            self._log.info("call %s (%s): ran", key, tool, extra=extra)
+            log_event(self._log, logging.INFO, "execute", "call %(key)s (%(tool)s): ran", key=key, tool=tool)
             if span is not None:
                 span.set_attribute("callsafe.outcome", "returned")
 
@@ -710,10 +721,12 @@ class StreamReader:
                 self.guard._deliver_all(self._parser.finish(clean=False))
         self._ended = True
         self.guard._telemetry.end(self._span, {"callsafe.calls": self.calls, "callsafe.clean": False}, error)
-        self.guard._log.warning(
-            "stream of turn %s failed: %s",
-            self.turn.id,
-            type(exc).__name__,
-            extra={"callsafe_event": "stream_error", "callsafe_turn": self.turn.id},
+        log_event(
+            self.guard._log,
+            logging.WARNING,
+            "stream_error",
+            "stream of turn %(turn)s failed: %(error)s",
+            turn=self.turn.id,
+            error=type(exc).__name__,
         )
         raise error from exc
