@@ -20,13 +20,18 @@ Two ways to run a call, chosen by ``executor``:
   recorded is that the call was handed over. Use ``call.idempotency_key`` as the tool's
   idempotency key, so a crash between the hand-over and the tool's own commit is safe.
 
-**Thread-safety.** Every method takes one internal re-entrant lock, so one guard may be
-shared by threads and by the tasks of one event loop; the core and its store see one
-input at a time. The lock is held while an input's effects run, the validator and (in
-executor mode) the executor included: tools that take long should run in yield mode, where
-the application runs them outside the lock. Reading a stream's next item (network I/O) is
-outside the lock. A re-entrant call from inside the validator or executor (cancelling the
-turn, say) is allowed and applied at once, as the spec's "during validation" window says.
+**Thread-safety.** Every method that changes something takes one internal re-entrant lock,
+so one guard may be shared by threads and by the tasks of one event loop; the core and
+its store see one input at a time. :meth:`Guard.status` and
+:meth:`Guard.pending_confirmations` read without it, so they answer while another thread
+waits on the store; the store's claim, not the lock, is what makes a call run once. The
+lock is held while an input's effects run, the validator and (in executor mode) the
+executor included: tools that take long should run in yield mode, where the application
+runs them outside the lock. Reading a stream's next item (network I/O) is outside the
+lock. A re-entrant call from inside the validator or executor (cancelling the turn, say)
+is allowed and applied at once, as the spec's "during validation" window says. Every
+PostgreSQL operation is bounded on the client (``store_timeout``), so a thread waiting
+for the lock behind a stalled store waits a bounded time too.
 """
 
 from __future__ import annotations
@@ -181,7 +186,9 @@ class Guard:
     ``namespace``: the PostgreSQL schema (replicas share one); ``observer``: called with
     every :class:`~callsafe.model.vocabulary.Observation` (ledger rows, statuses, audit
     rows, confirmation requests, notes); ``tracer``: an OpenTelemetry tracer (default: the
-    global one, when ``opentelemetry-api`` is installed)."""
+    global one, when ``opentelemetry-api`` is installed); ``store_timeout``: the client-side
+    bound in seconds of one PostgreSQL operation (default 40; see ``docs/guard.md``,
+    "Bounded stalls")."""
 
     def __init__(
         self,
@@ -198,6 +205,7 @@ class Guard:
         tracer: Any = None,
         clock: Callable[[], float] = time.time,
         step: Callable[[], int] | None = None,
+        store_timeout: float | None = None,
     ) -> None:
         if executor is not None and not callable(executor):
             raise ConfigError("executor is a callable taking a ToolCall, or None (yield mode)")
@@ -222,7 +230,7 @@ class Guard:
         self._turns: dict[str, TurnStarted] = {}
         self._closed = False
         self.store_kind = describe_store(store)
-        self._store = open_store(store, create=create, namespace=namespace)
+        self._store = open_store(store, create=create, namespace=namespace, operation_timeout=store_timeout)
         try:
             self._core = Core(self._tools, self._limits, self._store.load())
             self._driver = _GuardDriver(
@@ -315,9 +323,10 @@ class Guard:
     # -- confirmation --------------------------------------------------------------
 
     def pending_confirmations(self) -> list[ToolCall]:
-        """Calls that passed every check and wait for the user's answer."""
-        with self._lock:
-            return list(self._confirmations.values())
+        """Calls that passed every check and wait for the user's answer. Read without the
+        lock (a copy of the dict, made at once): it answers while another thread is in
+        store I/O."""
+        return list(self._confirmations.copy().values())
 
     def confirm(self, call: ToolCall | CallKey, approved: bool = True) -> ToolCall | None:
         """The user's answer. When approved and still permitted, the call runs (executor
@@ -382,12 +391,15 @@ class Guard:
 
     def status(self, turn_id: str) -> str | None:
         """What the user sees for the turn: ``preparing``, ``awaiting_confirmation``,
-        ``done``, ``retry``, ``handoff`` (None before anything was shown)."""
-        with self._lock:
-            state = self._core.turns.get(turn_id)
-            if state is None:
-                raise UnknownTurn(f"no turn {turn_id!r} in this guard's store")
-            return state.shown or None
+        ``done``, ``retry``, ``handoff`` (None before anything was shown).
+
+        Read without the guard's lock, so it answers at once while another thread is in
+        store I/O (a stalled database included): the status last shown, which one input
+        sets in one assignment (a reader sees it before or after, never half-made)."""
+        state = self._core.turns.get(turn_id)
+        if state is None:
+            raise UnknownTurn(f"no turn {turn_id!r} in this guard's store")
+        return state.shown or None
 
     def ledger(self) -> list[LedgerRecord]:
         """Every decision, oldest first (from the store: all replicas' rows)."""
