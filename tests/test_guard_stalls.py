@@ -223,3 +223,22 @@ def test_a_store_timeout_that_is_not_a_bound_is_a_config_error(bound: Any) -> No
 
     with pytest.raises(ConfigError, match="store_timeout"):
         Guard({"get_weather": SCHEMA}, store="memory:", store_timeout=bound)
+
+
+def test_the_watchdog_ends_an_operation_that_outlives_its_bound_and_only_that() -> None:
+    from callsafe.reference_impl.deadline import Watchdog
+
+    dog = Watchdog("test-watchdog")
+    fired = threading.Event()
+    try:
+        dog.arm(3600, fired.set)  # disarmed in time: never fires
+        dog.disarm()
+        dog.arm(0.05, fired.set)  # outlives its bound
+        assert fired.wait(MARGIN)
+        assert dog.expired == 1
+        fired.clear()
+        dog.arm(3600, fired.set)
+        dog.disarm()
+    finally:
+        dog.close()
+    assert not fired.is_set() and dog.expired == 1
