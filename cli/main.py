@@ -298,6 +298,15 @@ def _default_report_dir(spec: str) -> Path:
     help="A trace that takes longer is stopped and reported as a hang [default: 10; a target's first trace in a "
     "process: 60, for its imports].",
 )
+@click.option(
+    "--max-hangs",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    metavar="N",
+    help="Stop the run (exit 3) after N traces in a row hung, or once hangs are half of 10 or more traces run: a "
+    "target that hangs on every trace costs N timeouts, not one per trace. 0: never stop for hangs.",
+)
 @click.option("--fail-fast", is_flag=True, help="Stop at the first violation or target error.")
 @click.option("--no-minimize", is_flag=True, help="Keep counterexamples as found (faster).")
 @click.option("--counterexamples", default=1, show_default=True, help="Counterexamples kept per invariant.")
@@ -320,6 +329,7 @@ def certify_cmd(
     scenarios: tuple[str, ...],
     traces_dir: Path | None,
     trace_timeout: float | None,
+    max_hangs: int,
     fail_fast: bool,
     no_minimize: bool,
     counterexamples: int,
@@ -336,7 +346,9 @@ def certify_cmd(
       0  certified: no invariant violated, no target error
       1  an invariant was violated
       2  usage error (a bad option, a target name that does not resolve)
-      3  target errors or hangs (the target raised or did not finish a trace in time), no violation
+      3  not certified and no violation: target errors or hangs (the target raised or did not
+         finish a trace in time; --max-hangs stops a run that keeps hanging), a program whose
+         handshake failed, or no trace ran (each needed a capability the target lacks)
       130  interrupted (Ctrl-C): a partial report was written
     """
     from callsafe.certify.execution import ExecutionError
@@ -377,6 +389,7 @@ def certify_cmd(
         counterexamples=counterexamples,
         trace_timeout=DEFAULT_TRACE_TIMEOUT if trace_timeout is None else trace_timeout,
         fail_fast=fail_fast,
+        max_hangs=max_hangs,
         scenarios=scenarios,
         traces_dir=str(traces_dir) if traces_dir is not None else None,
     )
@@ -400,11 +413,25 @@ def certify_cmd(
         "target_errors": f"[bold yellow]not certified: the target broke {cert.broken_traces} traces "
         "(target errors, not a verdict on the invariants)[/bold yellow]",
         "partial": "[yellow]interrupted: the report is partial (what ran until Ctrl-C)[/yellow]",
+        "nothing_ran": "[bold yellow]not certified: no trace ran, so nothing was checked[/bold yellow] "
+        + escape(_why_nothing_ran(cert)),
     }[cert.verdict]
+    if cert.stopped == "hangs":
+        verdict += f"\n[bold yellow]stopped early: {escape(cert.stop_reason)}[/bold yellow]"
     if cert.partial and cert.verdict != "partial":
         verdict += " [yellow](interrupted: the report is partial)[/yellow]"
     console.print(verdict)
     sys.exit(cert.exit_code)
+
+
+def _why_nothing_ran(cert: Any) -> str:
+    """In words: why a run ran no trace (what the traces needed, or that none was planned)."""
+    if cert.not_applicable:
+        needs = ", ".join(f"{cap} ({n} traces)" for cap, n in sorted(cert.not_applicable.items()))
+        return f"(every trace needed what {cert.target.spec} lacks: {needs})"
+    if cert.budget_exhausted:
+        return "(the --budget ran out before the first trace)"
+    return "(the options selected no trace)"
 
 
 class _progress:
@@ -540,7 +567,7 @@ def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> No
             console.print(f"{label}:\n{text}", markup=False, highlight=False)
             if error.stderr:
                 console.print(f"stderr (tail):\n{error.stderr.rstrip()}", markup=False, highlight=False)
-            if first.files.get("trace"):
+            if first.files.get("trace") and first.generator != "factory":  # a factory's error has no trace
                 replay = f"callsafe replay {out_dir / first.files['trace']} --target {target}"
                 console.print(f"replay it: {replay}", markup=False)
 
@@ -586,6 +613,9 @@ def replay_cmd(trace_file: Path, target: str, trace_timeout: float, as_json: boo
         sys.exit(3)
     except TraceTimeout as hung:
         console.print(f"target hang: building {target}: {hung}\n{hung.stack}", markup=False, highlight=False)
+        sys.exit(3)
+    if isinstance(info.run.get("handshake_error"), str):  # the program never said what it is: nothing can run
+        console.print(f"target error: {target} failed its handshake: {info.run['handshake_error']}", markup=False)
         sys.exit(3)
     checked = run_checked(factory, info.capabilities, trace, trace_timeout)
     differences = _differences_from_reference(target, trace, checked, trace_timeout)

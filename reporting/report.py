@@ -138,8 +138,9 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
         "schema": {"const": "callsafe-certification-report"},
         "version": {"const": REPORT_VERSION},
         "callsafe_version": {"type": "string"},
-        "verdict": {"enum": ["pass", "fail", "target_errors", "partial"]},
-        "stopped": {"enum": [None, "interrupted", "fail-fast"]},
+        "verdict": {"enum": ["pass", "fail", "target_errors", "partial", "nothing_ran"]},
+        "stopped": {"enum": [None, "interrupted", "fail-fast", "hangs"]},
+        "stop_reason": {"type": "string"},
         "partial": {"type": "boolean"},
         "target": {
             "type": "object",
@@ -357,6 +358,7 @@ def report_json(cert: Certification) -> dict[str, Any]:
         "callsafe_version": cert.version,
         "verdict": cert.verdict,
         "stopped": cert.stopped,
+        "stop_reason": cert.stop_reason,
         "partial": cert.partial,
         "target": cert.target.to_json(),
         "options": cert.options.to_json(),
@@ -655,6 +657,10 @@ def _html_banner(cert: Certification) -> str:
         notes.append("Partial report: the run was interrupted (Ctrl-C); it shows what ran until then.")
     if cert.stopped == "fail-fast":
         notes.append("Stopped at the first violation or target error (--fail-fast).")
+    if cert.stopped == "hangs":
+        notes.append(f"Stopped early: {cert.stop_reason}.")
+    if cert.verdict == "nothing_ran":
+        notes.append("Nothing certified: no trace ran (see Not applicable for what the traces needed).")
     if cert.broken_traces:
         notes.append(
             f"The target broke {cert.broken_traces} traces (it raised, hung or died): no invariant is established "
