@@ -23,7 +23,8 @@ timeouts) to have certification go on.
 
 A program the target starts (an ``exec:`` target's process, which imports its framework
 first) is bounded by its own start timeout, not by the trace's: the target starts it inside
-:func:`paused`, which stops the trace's clock meanwhile. Otherwise a busy machine, where an
+:func:`paused` (through :mod:`callsafe.contract.clock`, so that it need not import the
+harness), which stops the trace's clock meanwhile. Otherwise a busy machine, where an
 agent framework takes longer to import than a trace may take, would turn every fresh
 process into a "hang".
 
@@ -46,6 +47,7 @@ from types import FrameType
 from typing import Any, Final
 
 from callsafe.certify.target_errors import TraceTimeout
+from callsafe.contract import clock
 
 __all__ = [
     "DEFAULT_TRACE_TIMEOUT",
@@ -133,6 +135,9 @@ def paused() -> Iterator[None]:
         _STATE.started = started + (time.monotonic() - paused_at)
         # an interval that had already run out fires at once on re-arming
         signal.setitimer(signal.ITIMER_REAL, max(remaining, 0.001), GRACE)
+
+
+clock.install(paused)  # adapters pause the trace's clock through the contract (callsafe.contract.clock)
 
 
 class LastResort:

@@ -65,7 +65,7 @@ def main() -> None:
 
     The model (a lifecycle table and the system rules around it) generates adversarial
     event orders, runs them against an implementation, and judges every run by the spec's
-    invariants: `callsafe certify TARGET`, `callsafe replay TRACE.json --target TARGET`.
+    invariants: `callsafe certify TARGET`, `callsafe replay TRACE.json TARGET`.
     """
 
 
@@ -217,22 +217,46 @@ def _default_report_dir(spec: str) -> Path:
 
 
 @main.command("certify")
-@click.argument("target", default="reference")
+@click.argument("target")
 @click.option(
     "--budget",
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
     help="Stop generating traces after this long (minimising counterexamples gets up to 30 s more).",
 )
-@click.option("--depth", default=3, show_default=True, help="Exhaustive bound: events after the turn start.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random walks (the rest is deterministic).")
-@click.option("--walks", default=200, show_default=True, help="Random walks (each with its own seed from --seed).")
-@click.option("--calls", default=2, show_default=True, help="Call ids in the walks and the exhaustive traces (1-4).")
 @click.option(
-    "--turns", default=2, show_default=True, help="Turns of the conversation (1-3; 1 for a target without cancel)."
+    "--depth",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Exhaustive bound: events after the turn start.",
 )
-@click.option("--fragments", default=2, show_default=True, help="Argument fragments per call (1-4).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random walks (the rest is deterministic).")
+@click.option(
+    "--walks",
+    type=click.IntRange(min=0),
+    default=200,
+    show_default=True,
+    help="Random walks (each with its own seed from --seed).",
+)
+@click.option(
+    "--calls",
+    type=click.IntRange(1, 4),
+    default=2,
+    show_default=True,
+    help="Call ids in the walks and the exhaustive traces (1-4).",
+)
+@click.option(
+    "--turns",
+    type=click.IntRange(1, 3),
+    default=2,
+    show_default=True,
+    help="Turns of the conversation (1-3; 1 for a target without cancel).",
+)
+@click.option(
+    "--fragments", type=click.IntRange(1, 4), default=2, show_default=True, help="Argument fragments per call (1-4)."
+)
 @click.option(
     "--domain",
     type=click.Choice(["rich", "plain"]),
@@ -250,7 +274,13 @@ def _default_report_dir(spec: str) -> Path:
     help="Folder for report.json, report.html, junit.xml and counterexamples [default: reports/TARGET].",
 )
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="JUnit XML file.")
-@click.option("--workers", default=1, show_default=True, help="Worker processes (each builds its own targets).")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes (each builds its own targets).",
+)
 @click.option(
     "--scheduler",
     default=None,
@@ -259,7 +289,7 @@ def _default_report_dir(spec: str) -> Path:
 )
 @click.option(
     "--partition-size",
-    type=int,
+    type=click.IntRange(min=1),
     default=None,
     metavar="N",
     help="Traces per partition with --workers or --scheduler [default: 256]. Smaller partitions spread a short run "
@@ -292,7 +322,7 @@ def _default_report_dir(spec: str) -> Path:
 )
 @click.option(
     "--trace-timeout",
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
     help="A trace that takes longer is stopped and reported as a hang [default: 10; a target's first trace in a "
@@ -309,7 +339,13 @@ def _default_report_dir(spec: str) -> Path:
 )
 @click.option("--fail-fast", is_flag=True, help="Stop at the first violation or target error.")
 @click.option("--no-minimize", is_flag=True, help="Keep counterexamples as found (faster).")
-@click.option("--counterexamples", default=1, show_default=True, help="Counterexamples kept per invariant.")
+@click.option(
+    "--counterexamples",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Counterexamples kept per invariant.",
+)
 def certify_cmd(
     target: str,
     budget: float | None,
@@ -334,12 +370,24 @@ def certify_cmd(
     no_minimize: bool,
     counterexamples: int,
 ) -> None:
-    """Certify TARGET: run adversarial traces against it and judge every run.
+    """Certify TARGET: run adversarial traces against it and judge every run, then write
+    report.json, report.html and junit.xml (--report). `callsafe certify reference`
+    certifies callsafe's own reference implementation.
 
-    TARGET is `reference` (the reference implementation over SQLite in memory, a fresh
-    database per trace), `reference:sqlite` (over a SQLite file per trace, with its
-    fsyncs), `reference:memory`, `reference:postgres`, or `module:factory` (a callable that
-    returns a fresh target).
+    \b
+    TARGET is one of:
+      reference             the reference implementation over SQLite in memory (a fresh
+                            database per trace)
+      reference:STORE       over STORE: sqlite (a file per trace, with its fsyncs),
+                            sqlite-ram, memory or postgres (CALLSAFE_PG_DSN)
+      module:factory        your code: a callable in an importable module that returns a
+                            fresh target (a class works); the current folder is importable
+      exec:COMMAND          a program in any language speaking the target protocol on its
+                            stdin and stdout (quote it: 'exec:node my-target.js')
+      guard:STORE:PROTOCOL  callsafe.guard reading a provider's wire (guard alone:
+                            guard:sqlite:openai-chat)
+      library:NAME          a client library or agent framework behind its adapter
+                            (library:openai:openai-chat:final; an unknown NAME lists them)
 
     \b
     Exit status (what CI reads):
@@ -489,6 +537,8 @@ def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> No
     """The console's account of a run: invariants, generators, coverage, counterexamples
     (one block per story: the same events shown once, with every invariant they break),
     and the target errors with the first traceback and the replay command."""
+    from callsafe.certify.targets import replay_command
+
     title = f"callsafe certify {escape(target)}: {escape(cert.target.name)} ({escape(cert.target.protocol)})"
     table = Table(title=title)
     for col in ("invariant", "kind", "status", "traces checked", "violated", "broken"):
@@ -568,25 +618,38 @@ def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> No
             if error.stderr:
                 console.print(f"stderr (tail):\n{error.stderr.rstrip()}", markup=False, highlight=False)
             if first.files.get("trace") and first.generator != "factory":  # a factory's error has no trace
-                replay = f"callsafe replay {out_dir / first.files['trace']} --target {target}"
-                console.print(f"replay it: {replay}", markup=False)
+                console.print(f"replay it: {replay_command(out_dir / first.files['trace'], target)}", markup=False)
 
 
 @main.command("replay")
 @click.argument("trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("target", required=False)
 @click.option(
     "--target",
-    "target",
-    required=True,
-    help="Target name (as for certify): the implementation to judge; `reference` for the reference implementation.",
+    "target_option",
+    default=None,
+    metavar="TARGET",
+    help="The same as the TARGET argument (kept for old command lines); give one or the other.",
 )
 @click.option(
-    "--trace-timeout", type=float, default=10.0, show_default=True, metavar="SECONDS", help="Per-trace timeout."
+    "--trace-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Per-trace timeout.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print observations and findings as JSON.")
-def replay_cmd(trace_file: Path, target: str, trace_timeout: float, as_json: bool) -> None:
+def replay_cmd(
+    trace_file: Path, target: str | None, target_option: str | None, trace_timeout: float, as_json: bool
+) -> None:
     """Run one trace (a JSON file) against TARGET, judge it, and say where TARGET's verdicts
-    differ from the reference implementation's on the same trace.
+    differ from the reference implementation's on the same trace:
+    `callsafe replay TRACE.json TARGET`, TARGET named as for `callsafe certify`
+    (`reference` for the reference implementation).
+
+    TRACE_FILE is a trace in callsafe's format: a counterexample or broken trace of a report,
+    `callsafe scenarios export NAME --out FILE`, `callsafe inspect REC --trace-out FILE`.
 
     \b
     Exit status: 0 no violation, 1 violated, 2 usage error, 3 no verdict (the target lacks
@@ -598,6 +661,14 @@ def replay_cmd(trace_file: Path, target: str, trace_timeout: float, as_json: boo
     from callsafe.certify.watchdog import first_trace_allowance, trace_deadline
     from callsafe.model.vocabulary import Trace, TraceFormatError, observation_to_json
 
+    if target and target_option and target != target_option:
+        raise click.UsageError(f"two targets: TARGET {target!r} and --target {target_option!r}; give one")
+    target = target or target_option
+    if not target:
+        raise click.UsageError(
+            "Missing argument 'TARGET': which implementation to judge, after TRACE_FILE or as --target "
+            "(e.g. `reference`)"
+        )
     try:
         trace = Trace.loads(trace_file.read_bytes())
     except TraceFormatError as exc:
@@ -607,7 +678,7 @@ def replay_cmd(trace_file: Path, target: str, trace_timeout: float, as_json: boo
         with trace_deadline(first_trace_allowance(f"building {target}", trace_timeout)):
             info = describe(factory, target)
     except TargetSpecError as exc:
-        raise click.BadParameter(str(exc), param_hint="--target") from None
+        raise click.BadParameter(str(exc), param_hint="TARGET") from None
     except Exception as exc:  # the factory raised: a target error, not a usage error
         console.print(f"target error: building {target} raised {type(exc).__name__}: {exc}", markup=False)
         sys.exit(3)
@@ -716,53 +787,15 @@ def _differences_from_reference(target: str, trace: Any, checked: Any, timeout: 
     return lines
 
 
-@main.command("serve")
-@click.argument("trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--protocol",
-    type=click.Choice(["openai-chat", "openai-responses", "anthropic-messages", "gemini"]),
-    default="openai-chat",
-    show_default=True,
-    help="The protocol every request is answered in (the request's path must match).",
-)
-@click.option("--port", default=8765, show_default=True, help="Port on 127.0.0.1 (0: any free port).")
-@click.option("--event-ids", is_flag=True, help="Number the events (id:), so a reconnect with Last-Event-ID resumes.")
-def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool) -> None:
-    """Serve TRACE_FILE as a provider's stream on 127.0.0.1 (the loopback provider).
-
-    Point a program's SDK at it: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1,
-    ANTHROPIC_BASE_URL=http://127.0.0.1:PORT or GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:PORT
-    (Gemini: .../v1beta/models/M:streamGenerateContent?alt=sse). Every request gets the trace rendered for
-    PROTOCOL as real SSE (adversarial chunk boundaries, keep-alives); where the trace
-    disconnects the connection drops, and the next request (the reconnect) gets the
-    trace's next connection (its replay, then the rest). OpenAI Responses: GET
-    .../responses/ID?stream=true&starting_after=N resumes after sequence number N; with
-    --event-ids a reconnect with Last-Event-ID gets the rest."""
-    try:
-        from callsafe.loopback.server import LoopbackServer, StaticTrace
-    except ImportError:
-        raise click.ClickException("callsafe serve needs uvicorn: pip install 'callsafe[serve]'") from None
-    from callsafe.model.vocabulary import Trace
-
-    try:
-        trace = Trace.loads(trace_file.read_text(encoding="utf-8"))
-        static = StaticTrace(protocol, trace.events, event_ids)
-    except (ValueError, KeyError) as exc:
-        raise click.ClickException(f"{trace_file}: {exc}") from None
-    server = LoopbackServer(port=port, static=static).start()
-    click.echo(f"serving {trace_file.name} as {protocol} at {server.base_url} (Ctrl-C stops)")
-    try:
-        server.thread.join()
-    except KeyboardInterrupt:
-        server.stop()
-
-
 @main.command("selftest")
-@click.option("--budget", type=float, default=None, metavar="SECONDS", help="Budget per mutant.")
-@click.option("--depth", default=2, show_default=True, help="Exhaustive bound per mutant.")
+@click.option(
+    "--budget", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help="Budget per mutant."
+)
+@click.option("--depth", type=click.IntRange(min=0), default=2, show_default=True, help="Exhaustive bound per mutant.")
 @click.option("--seed", default=0, show_default=True)
 @click.option(
     "--correct-depth",
+    type=click.IntRange(min=0),
     default=4,
     show_default=True,
     help="The correct variants must also pass at this exhaustive bound (0: only at --depth).",
@@ -833,7 +866,7 @@ def selftest_cmd(budget: float | None, depth: int, seed: int, correct_depth: int
 
 def _register_extensions() -> None:
     """Commands that live in their own modules, so each stays small: the formal side
-    (`prove`, `export`), `store` and, where present, `matrix` and `inspect`."""
+    (`prove`, `export`), `store`, `serve` and, where present, `matrix` and `inspect`."""
     from importlib import import_module
 
     for module, names in (
@@ -842,6 +875,7 @@ def _register_extensions() -> None:
         ("callsafe.cli.inspect", ("inspect_cmd",)),
         ("callsafe.cli.scenarios", ("scenarios_cmd",)),
         ("callsafe.cli.store", ("store_cmd",)),
+        ("callsafe.cli.serve", ("serve_cmd",)),
     ):
         try:
             loaded = import_module(module)

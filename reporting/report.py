@@ -11,7 +11,7 @@ minimal trace and a sequence diagram, and the coverage heat map (the lifecycle, 
 transition weighted by how many traces of the run took it).
 
 Counterexamples are also written as files next to the reports: the minimal trace as JSON
-(``callsafe replay FILE --target T``) and a standalone pytest file
+(``callsafe replay FILE TARGET``) and a standalone pytest file
 (:func:`callsafe.certify.minimize.pytest_source`).
 
 What may differ between two runs of the same target with the same options and seed

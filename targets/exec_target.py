@@ -53,6 +53,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
+from callsafe.contract import clock
 from callsafe.contract.exec_protocol import (
     FROM_TARGET,
     OBSERVATION_KINDS,
@@ -271,9 +272,7 @@ class _Pool:
         """Start a process and shake hands. The trace's timeout is paused meanwhile: the
         start has its own bound (CALLSAFE_EXEC_START_TIMEOUT), and a framework's imports on a
         busy machine are no hang of the trace."""
-        from callsafe.certify.watchdog import paused
-
-        with paused():
+        with clock.paused():
             return self._spawn()
 
     def _spawn(self) -> tuple[_Process, Handshake]:

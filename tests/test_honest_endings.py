@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from itertools import count
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from toy_targets import Misbehaves
 
 from callsafe.certify.checking import HANG_LIMIT
 from callsafe.certify.harness import HANG_SHARE_MIN, Options, certify, select_scenarios
+from callsafe.certify.target_errors import TraceTimeout
+from callsafe.certify.watchdog import paused, trace_deadline
 from callsafe.cli.main import main
 from callsafe.contract.target import Target
 from callsafe.reporting.report import REPORT_SCHEMA
@@ -177,3 +180,17 @@ def test_a_400_mib_line_costs_bounded_memory(tmp_path: Path) -> None:
     assert "a line of 419,430,4" in what and "past the cap of 1,048,576 bytes" in what
     before_kib, peak_kib = (int(n) for n in sizes.split())
     assert peak_kib - before_kib < 64 * 1024, (before_kib, peak_kib)  # under 64 MiB more for a 400 MiB line
+
+
+def test_a_paused_trace_clock_lets_a_program_start_and_runs_on_after() -> None:
+    """A program's start (its own bound) does not count against the trace's timeout: the
+    block that outlasts the timeout while paused is not interrupted, and the timer still
+    stops what hangs after it."""
+    reached = []
+    with pytest.raises(TraceTimeout), trace_deadline(0.3):
+        with paused():
+            time.sleep(0.6)  # longer than the trace's timeout
+        reached.append("after the start")
+        while True:  # then a hang: the timer, re-armed, stops it
+            time.sleep(0.01)
+    assert reached == ["after the start"]
