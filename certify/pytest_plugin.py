@@ -16,12 +16,12 @@ invariant. The certification runs once per distinct marker (cached for the sessi
 skips when it does not apply to the target (never passes in its place). ``target`` is a
 name (``module:factory``, ``reference``) or a factory callable; the other marker arguments
 are those of :class:`callsafe.certify.harness.Options` (``budget``, ``depth``, ``seed``,
-``generators``, ``walks``, ``minimize``), and ``report`` (a folder) for where the reports go.
+``generators``, ``walks``, ``minimize``), and ``report`` (a folder) for the trace files.
 
 A failure is compact: the invariant, what was found, the minimal trace one event a line (at
-most :data:`TRACE_LINES`), the command that replays it and the report to read. The reports
-(report.html, report.json, the counterexamples' trace files) are written once per
-certification, in pytest's temporary folder unless the marker names one.
+most :data:`TRACE_LINES`) and the command that replays it from its trace file. The trace
+files of the counterexamples are written once per certification, in pytest's temporary
+folder unless the marker names one (``callsafe certify`` writes the full reports).
 
 Installed with callsafe through the ``pytest11`` entry point (``callsafe =
 "callsafe.certify.pytest_plugin"``); without it, enable it with
@@ -83,7 +83,7 @@ class InvariantCheck:
 
     invariant: str
     certification: Certification
-    report_dir: Path | None = None  # where the reports were written
+    report_dir: Path | None = None  # where the counterexamples' trace files were written
     spec: str = field(default="")  # the target's name, for the replay command
 
     @property
@@ -117,14 +117,11 @@ class InvariantCheck:
             lines += [f"  {describe_event(i, e)}" for i, e in enumerate(events[:TRACE_LINES])]
             if len(events) > TRACE_LINES:
                 lines.append(f"  ... {len(events) - TRACE_LINES} more events (the trace file has them all)")
-        if ce is not None and self.report_dir is not None and ce.files.get("trace"):
-            lines.append(
-                f"replay: {replay_command(self.report_dir / ce.files['trace'], self.spec or cert.target.spec)}"
-            )
+        if ce is not None and self.report_dir is not None:
+            path = self.report_dir / trace_file_name(self.invariant, 1)
+            lines.append(f"replay: {replay_command(path, self.spec or cert.target.spec)}")
         if len(ces) > 1:
-            lines.append(f"{len(ces) - 1} more counterexamples of {self.invariant} in the report")
-        if self.report_dir is not None:
-            lines.append(f"report: {self.report_dir / 'report.html'}")
+            lines.append(f"{len(ces) - 1} more counterexamples of {self.invariant} beside it ({self.report_dir})")
         return "\n".join(lines)
 
     def check(self) -> None:
@@ -136,8 +133,6 @@ class InvariantCheck:
             first = cert.broken[0].errors[0] if cert.broken and cert.broken[0].errors else None
             tail = "\n".join(first.traceback.rstrip().splitlines()[-TRACE_LINES:]) if first is not None else ""
             detail = f"\n{first.describe()}\n{tail}" if first is not None else ""
-            if self.report_dir is not None:
-                detail += f"\nreport: {self.report_dir / 'report.html'}"
             pytest.fail(
                 f"{self.invariant} not established: the target broke {cert.broken_traces} traces "
                 f"(target errors){detail}",
@@ -155,7 +150,6 @@ def _certification(request: pytest.FixtureRequest, marker: pytest.Mark) -> tuple
     were written to, and the target's name."""
     from callsafe.certify.harness import Options, certify
     from callsafe.certify.targets import spec_of
-    from callsafe.reporting.report import write_reports
 
     config = request.config
     kwargs = dict(marker.kwargs)
@@ -174,10 +168,19 @@ def _certification(request: pytest.FixtureRequest, marker: pytest.Mark) -> tuple
     if key not in cache:
         cert = certify(target, Options(**kwargs))
         out = Path(report) if report else request.getfixturevalue("tmp_path_factory").mktemp("callsafe-report")
-        write_reports(cert, out)
+        out.mkdir(parents=True, exist_ok=True)
+        for invariant, ces in cert.counterexamples.items():
+            for n, ce in enumerate(ces, 1):
+                text = ce.minimal.dumps() + "\n"
+                (out / trace_file_name(invariant, n)).write_text(text, encoding="utf-8", errors="backslashreplace")
         cache[key] = (cert, out)
     cert, out = cache[key]
     return cert, out, target if isinstance(target, str) else spec_of(target)
+
+
+def trace_file_name(invariant: str, n: int) -> str:
+    """The file of an invariant's n-th counterexample (1-based) in the marker's folder."""
+    return f"{invariant.lower()}-{n}.json"
 
 
 @pytest.fixture

@@ -113,9 +113,7 @@ def test_a_plugin_failure_is_compact_and_says_how_to_replay(
     for section in sections:
         body = section.split("\n", 1)[1]
         lines = [line for line in body.splitlines() if line.strip() and not set(line) <= set("_= ")]
-        assert len(lines) <= 8 + TRACE_LINES, body  # headline, findings, events, replay, report
+        assert len(lines) <= 8 + TRACE_LINES, body  # headline, findings, events, replay
         (replay,) = [line for line in lines if line.startswith("replay: ")]
         argv = shlex.split(replay.removeprefix("replay: "))
         assert argv[:2] == ["callsafe", "replay"] and Path(argv[2]).exists() and argv[3] == "toy_targets:ignore_cancel"
-        (report,) = [line for line in lines if line.startswith("report: ")]
-        assert Path(report.removeprefix("report: ")).exists()
