@@ -1,0 +1,88 @@
+"""``agent:COMMAND`` (issue 34): an unmodified agent program, which takes its model from
+``OPENAI_BASE_URL`` and its tools from the MCP server at ``CALLSAFE_MCP_URL``, certified by
+configuration alone. What reaches callsafe's MCP server is what the agent executed, under the
+key of the call it was sent on the wire; a correct agent holds, and a naive one (calls keyed
+by index, run whatever the finish reason) is caught on the traces that show each bug."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from callsafe.certify.checking import Checked, check_trace
+from callsafe.certify.targets import TargetSpecError, resolve_target
+from callsafe.model.builder import TraceBuilder
+from callsafe.model.vocabulary import Executed, ToolSpec, Trace
+
+pytest.importorskip("mcp")
+pytest.importorskip("openai")
+
+AGENT = Path(__file__).parent / "exec_programs" / "mcp_chat_agent.py"
+CORRECT = f"agent:{sys.executable} {AGENT}"
+NAIVE = f"agent:{sys.executable} {AGENT} --naive"
+PAY = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}
+
+
+def _builder() -> TraceBuilder:
+    return TraceBuilder(tools={"pay": ToolSpec(schema=PAY)}).turn("t1", response="r1")
+
+
+def _shared_index() -> Trace:
+    """Two parallel calls that share one index (as some gateways stream them): two calls."""
+    b = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":', "1}")
+    b.open("call_b", "pay", item="0").fragments("call_b", '{"amount":', "2}")
+    return b.terminal("call_a").terminal("call_b").response_end("completed").build()
+
+
+def _cut_at_length() -> Trace:
+    b = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1')
+    return b.terminal("call_a", reason="length").response_end("length").build()
+
+
+def _check(spec: str, trace: Trace) -> tuple[Checked, list[Executed]]:
+    checked = check_trace(spec, trace)
+    assert not checked.missing, checked.note
+    assert checked.run is not None and not checked.run.errors, checked.run.errors if checked.run else None
+    return checked, [o for o in checked.run.observations if isinstance(o, Executed)]
+
+
+def test_a_correct_agent_runs_each_parallel_call_once_under_its_own_key() -> None:
+    checked, executed = _check(CORRECT, _shared_index())
+    assert sorted((e.key.call, e.key.response, e.tool, e.arguments["amount"]) for e in executed) == [
+        ("call_a", "r1", "pay", 1),
+        ("call_b", "r1", "pay", 2),
+    ]
+    assert not checked.violated, checked.explain()
+
+
+def test_a_correct_agent_runs_nothing_of_a_reply_cut_at_length() -> None:
+    checked, executed = _check(CORRECT, _cut_at_length())
+    assert executed == []
+    assert not checked.violated, checked.explain()
+
+
+def test_a_naive_agent_that_merges_by_index_is_caught() -> None:
+    checked, executed = _check(NAIVE, _shared_index())
+    assert len(executed) == 1  # one merged call instead of two
+    assert checked.violated, "merging two calls into one must violate an invariant"
+    assert "call_b" in checked.explain() or "call_a" in checked.explain()
+
+
+def test_a_naive_agent_that_runs_a_truncated_call_is_caught() -> None:
+    checked, executed = _check(NAIVE, _cut_at_length())
+    assert [e.key.call for e in executed] == ["call_a"]
+    assert "INV-TERMINAL" in checked.violated, checked.explain()
+
+
+def test_controls_the_agent_does_not_expose_are_not_applicable() -> None:
+    """No cancel hook: a trace with a cancel is not applicable (never passed)."""
+    trace = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1}').cancel().build()
+    checked = check_trace(CORRECT, trace)
+    assert "cancellation" in checked.missing and checked.run is None
+
+
+def test_the_agent_form_needs_a_command() -> None:
+    with pytest.raises(TargetSpecError):
+        resolve_target("agent:")
