@@ -22,55 +22,57 @@ from openai import AsyncOpenAI
 
 
 async def main(naive: bool) -> None:
-    async with streamable_http_client(os.environ["CALLSAFE_MCP_URL"]) as streams:
-        async with ClientSession(streams[0], streams[1]) as session:
-            await session.initialize()
-            listed = await session.list_tools()
-            tools: list[Any] = [
-                {
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description or "", "parameters": t.input_schema},
-                }
-                for t in listed.tools
-            ]
-            client = AsyncOpenAI(max_retries=0)
-            stream = await client.chat.completions.create(
-                model="gpt-4o", messages=[{"role": "user", "content": "go"}], tools=tools, stream=True
-            )
-            calls: dict[str, dict[str, str]] = {}  # call id (naive: index) -> name, arguments
-            at_index: dict[int, str] = {}  # index -> the id of the call it carries now
-            finish = None
-            async for chunk in stream:
-                for choice in chunk.choices:
-                    if choice.index != 0:
-                        continue
-                    for delta in choice.delta.tool_calls or []:
-                        if naive:
-                            key = str(delta.index)
-                        else:
-                            if delta.id:
-                                at_index[delta.index] = delta.id
-                            key = at_index.get(delta.index, "")
-                            if not key:
-                                continue  # a fragment of no call that was opened
-                        call = calls.setdefault(key, {"name": "", "arguments": ""})
-                        if delta.function and delta.function.name and not call["name"]:
-                            call["name"] = delta.function.name
-                        if delta.function and delta.function.arguments:
-                            call["arguments"] += delta.function.arguments
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
-            await client.close()
-            if not naive and finish != "tool_calls":
-                return  # cut short, filtered or ended without calls: nothing is finished
-            for call in calls.values():
-                try:
-                    arguments = json.loads(call["arguments"] or "{}")
-                except ValueError:
-                    if not naive:
-                        continue  # never run arguments that do not decode
-                    arguments = {"raw": call["arguments"]}
-                await session.call_tool(call["name"], arguments)
+    async with (
+        streamable_http_client(os.environ["CALLSAFE_MCP_URL"]) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+        listed = await session.list_tools()
+        tools: list[Any] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description or "", "parameters": t.input_schema},
+            }
+            for t in listed.tools
+        ]
+        client = AsyncOpenAI(max_retries=0)
+        stream = await client.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "go"}], tools=tools, stream=True
+        )
+        calls: dict[str, dict[str, str]] = {}  # call id (naive: index) -> name, arguments
+        at_index: dict[int, str] = {}  # index -> the id of the call it carries now
+        finish = None
+        async for chunk in stream:
+            for choice in chunk.choices:
+                if choice.index != 0:
+                    continue
+                for delta in choice.delta.tool_calls or []:
+                    if naive:
+                        key = str(delta.index)
+                    else:
+                        if delta.id:
+                            at_index[delta.index] = delta.id
+                        key = at_index.get(delta.index, "")
+                        if not key:
+                            continue  # a fragment of no call that was opened
+                    call = calls.setdefault(key, {"name": "", "arguments": ""})
+                    if delta.function and delta.function.name and not call["name"]:
+                        call["name"] = delta.function.name
+                    if delta.function and delta.function.arguments:
+                        call["arguments"] += delta.function.arguments
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+        await client.close()
+        if not naive and finish != "tool_calls":
+            return  # cut short, filtered or ended without calls: nothing is finished
+        for call in calls.values():
+            try:
+                arguments = json.loads(call["arguments"] or "{}")
+            except ValueError:
+                if not naive:
+                    continue  # never run arguments that do not decode
+                arguments = {"raw": call["arguments"]}
+            await session.call_tool(call["name"], arguments)
 
 
 if __name__ == "__main__":
