@@ -86,3 +86,41 @@ def test_controls_the_agent_does_not_expose_are_not_applicable() -> None:
 def test_the_agent_form_needs_a_command() -> None:
     with pytest.raises(TargetSpecError):
         resolve_target("agent:")
+
+
+def _sse(*payloads: object) -> bytes:
+    import json
+
+    return b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in payloads)
+
+
+def test_the_call_keys_are_read_off_an_anthropic_stream() -> None:
+    """The key recovery needs no process: the bytes of a Messages stream, split anywhere."""
+    from callsafe.adapters.mcp_agent import AgentProgram, WireCalls
+    from callsafe.model.vocabulary import TurnStarted
+
+    data = _sse(
+        {"type": "message_start", "message": {"id": "msg_1"}},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "tu_a", "name": "pay"}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"amount"'}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ":5}"}},
+        {"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "tu_b", "name": "pay"}},
+        {
+            "type": "content_block_delta",
+            "index": 2,
+            "delta": {"type": "input_json_delta", "partial_json": '{"amount":6}'},
+        },
+    )
+    program = AgentProgram(["true"], "anthropic-messages", None)
+    ids = program.ids = WireCalls("anthropic-messages")
+    for i in range(0, len(data), 7):
+        ids.feed(data[i : i + 7])
+    turn = TurnStarted("t1", "u1", "acme")
+    keys = [program._key(turn, "pay", {"amount": n}) for n in (6, 5, 6, 7)]
+    assert [(k.response, k.item, k.call) for k in keys] == [
+        ("msg_1", "2", "tu_b"),  # by its arguments, not its order
+        ("msg_1", "1", "tu_a"),
+        ("msg_1", "2", "tu_b"),  # run again: the same key (INV-ONCE judges it)
+        ("msg_1", "", "mcp-call-1"),  # both ran, and no call was streamed with these: no call of the wire
+    ]
+    assert program._key(turn, "refund", {}).item == ""  # no such call on the wire
