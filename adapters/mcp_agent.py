@@ -96,7 +96,9 @@ class WireCalls(WireIds):
 class AgentProgram(FrameworkProgram):
     """One agent command behind the target protocol (see the module docstring)."""
 
-    def __init__(self, command: list[str], protocol: str, cancel_signal: int | None) -> None:
+    def __init__(
+        self, command: list[str], protocol: str, cancel_signal: int | None, drop_answers: bool = False
+    ) -> None:
         self.protocol = protocol
         super().__init__()
         self.ids = WireCalls(protocol)
@@ -104,6 +106,7 @@ class AgentProgram(FrameworkProgram):
         self.name = f"agent:{protocol}:{shlex.join(command)}"
         self.capabilities = frozenset({"cancellation"}) if cancel_signal is not None else frozenset()
         self.cancel_signal = cancel_signal
+        self.drop_answers = drop_answers
         self.ran: dict[str, int] = {}  # call id -> times the agent ran it (this stream)
         self.unknown = 0
         self.lock = threading.Lock()
@@ -201,24 +204,26 @@ def _shared(program: AgentProgram) -> AgentInterfaces:
                 catalog=lambda: _CURRENT[0].catalog(),
                 on_call=lambda tool, arguments: _CURRENT[0].call(tool, arguments),
                 on_bytes=lambda data: _CURRENT[0].ids.feed(data),
+                drop_answers=program.drop_answers,
             ).start()
         )
     return _INTERFACES[0]
 
 
-def parse(argv: list[str]) -> tuple[list[str], str, int | None]:
+def parse(argv: list[str]) -> tuple[list[str], str, int | None, bool]:
     parser = argparse.ArgumentParser(prog="python -m callsafe.adapters.mcp_agent")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="openai-chat")
     parser.add_argument("--cancel-signal", choices=("INT", "TERM"), default=None)
+    parser.add_argument("--drop-answers", action="store_true", help="lose the first answer to each tools/call")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
     if not command:
         parser.error("name the agent's command")
     sig = None if args.cancel_signal is None else int(getattr(signal, f"SIG{args.cancel_signal}"))
-    return command, args.protocol, sig
+    return command, args.protocol, sig, bool(args.drop_answers)
 
 
 if __name__ == "__main__":
-    _command, _protocol, _signal = parse(sys.argv[1:])
-    raise SystemExit(main(lambda: AgentProgram(_command, _protocol, _signal)))
+    _command, _protocol, _signal, _drop = parse(sys.argv[1:])
+    raise SystemExit(main(lambda: AgentProgram(_command, _protocol, _signal, _drop)))

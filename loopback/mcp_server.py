@@ -52,10 +52,13 @@ class AgentInterfaces:
         catalog: Callable[[], Mapping[str, Mapping[str, Any]]],
         on_call: Callable[[str, dict[str, Any]], str],
         on_bytes: Callable[[bytes], None],
+        drop_answers: bool = False,
     ) -> None:
         self.catalog = catalog  # tool name -> JSON Schema, read at each tools/list
         self.on_call = on_call
         self.on_bytes = on_bytes
+        self.drop_answers = drop_answers  # the first answer to each distinct tools/call is lost
+        self.dropped: set[bytes] = set()
         self.upstream = ""
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -65,7 +68,7 @@ class AgentInterfaces:
         app = server.streamable_http_app(
             custom_starlette_routes=[Route("/model/{path:path}", self._model, methods=["GET", "POST"])]
         )
-        config = uvicorn.Config(app, log_level="critical", access_log=False, lifespan="on", ws="none")
+        config = uvicorn.Config(self._dropping(app), log_level="critical", access_log=False, lifespan="on", ws="none")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, name="callsafe-mcp", daemon=True)
         self.client: httpx.AsyncClient | None = None
@@ -100,6 +103,37 @@ class AgentInterfaces:
             self.sock.close()
 
     # -- MCP ---------------------------------------------------------------------------
+
+    def _dropping(self, app: Any) -> Any:
+        """With ``drop_answers``: the connection of a ``tools/call`` POST drops after the
+        tool ran and before its answer is written, the first time each distinct call (name
+        and arguments) is sent: a host that sends the call again runs it twice (INV-ONCE);
+        MCP's Streamable HTTP transport says a disconnection is not a cancellation, and its
+        way back to a lost answer is a resumed stream (``Last-Event-ID``), not a new call."""
+
+        async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+            if not self.drop_answers or scope.get("type") != "http" or scope.get("method") != "POST":
+                await app(scope, receive, send)
+                return
+            body = bytearray()
+
+            async def watched_receive() -> Any:
+                message = await receive()
+                if message.get("type") == "http.request":
+                    body.extend(message.get("body", b""))
+                return message
+
+            async def dropping_send(message: Any) -> None:
+                if message.get("type") == "http.response.body" and b'"result"' in message.get("body", b""):
+                    call = _tool_call(bytes(body))
+                    if call is not None and call not in self.dropped:
+                        self.dropped.add(call)
+                        raise ConnectionResetError("callsafe dropped the connection before the answer")
+                await send(message)
+
+            await app(scope, watched_receive, dropping_send)
+
+        return wrapped
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         tools = [
@@ -137,6 +171,18 @@ class AgentInterfaces:
 
         out = {k: v for k, v in response.headers.items() if k.lower() not in _HOP_HEADERS | {"content-encoding"}}
         return StreamingResponse(body(), status_code=response.status_code, headers=out)
+
+
+def _tool_call(body: bytes) -> bytes | None:
+    """A ``tools/call`` request's name and arguments, canonical, or ``None``."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    params = message.get("params") or {}
+    return json.dumps([params.get("name"), params.get("arguments")], sort_keys=True).encode()
 
 
 def decode_arguments(text: str) -> Any:

@@ -124,3 +124,21 @@ def test_the_call_keys_are_read_off_an_anthropic_stream() -> None:
         ("msg_1", "", "mcp-call-1"),  # both ran, and no call was streamed with these: no call of the wire
     ]
     assert program._key(turn, "refund", {}).item == ""  # no such call on the wire
+
+
+def _one_call() -> Trace:
+    b = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1', "00}")
+    return b.terminal("call_a").response_end("completed").build()
+
+
+def test_a_lost_answer_runs_the_tool_once_unless_the_agent_calls_again() -> None:
+    """``--drop-answers``: the connection of each call's first ``tools/call`` drops after the
+    tool ran. The ``mcp`` client reports the lost answer and does not send the call again;
+    an agent that retries by calling again runs the tool twice, and INV-ONCE says so."""
+    drop = f"agent:--drop-answers -- {sys.executable} {AGENT}"
+    checked, executed = _check(drop, _one_call())
+    assert [(e.key.call, e.arguments) for e in executed] == [("call_a", {"amount": 100})]
+    assert not checked.violated, checked.explain()
+    checked, executed = _check(f"{drop} --retry", _one_call())
+    assert [e.key.call for e in executed] == ["call_a", "call_a"]
+    assert "INV-ONCE" in checked.violated, checked.explain()

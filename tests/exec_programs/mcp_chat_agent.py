@@ -3,7 +3,7 @@ tools are whatever the MCP server at ``CALLSAFE_MCP_URL`` lists. It streams one 
 completion with those tools, assembles the streamed tool calls, and calls each through MCP.
 Nothing in it knows callsafe.
 
-``--naive`` is the agent with two bugs users ship (public reports in
+``--retry`` calls a tool again when its answer is lost (the tool runs twice). ``--naive`` is the agent with two bugs users ship (public reports in
 ``shared/research/public-streaming-bugs.md``): it keys calls by their ``index`` alone (two
 parallel calls that share an index merge into one), and it runs what it assembled whatever
 the stream's ``finish_reason`` (a reply cut at ``length`` runs its truncated call)."""
@@ -19,6 +19,17 @@ from typing import Any
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from openai import AsyncOpenAI
+
+
+async def call_tool(session: ClientSession, name: str, arguments: Any, retry: bool) -> None:
+    """``--retry``: a lost answer is retried by calling again (the tool then runs twice);
+    otherwise it is reported and the agent goes on."""
+    try:
+        await session.call_tool(name, arguments)
+    except Exception as exc:  # the MCP client raises its McpError for a lost answer
+        print(f"{name}: no answer ({exc})", file=sys.stderr)
+        if retry:
+            await session.call_tool(name, arguments)
 
 
 async def main(naive: bool) -> None:
@@ -72,7 +83,7 @@ async def main(naive: bool) -> None:
                 if not naive:
                     continue  # never run arguments that do not decode
                 arguments = {"raw": call["arguments"]}
-            await session.call_tool(call["name"], arguments)
+            await call_tool(session, call["name"], arguments, retry="--retry" in sys.argv[1:])
 
 
 if __name__ == "__main__":
