@@ -142,3 +142,22 @@ def test_a_lost_answer_runs_the_tool_once_unless_the_agent_calls_again() -> None
     checked, executed = _check(f"{drop} --retry", _one_call())
     assert [e.key.call for e in executed] == ["call_a", "call_a"]
     assert "INV-ONCE" in checked.violated, checked.explain()
+
+
+NODE_AGENT = Path(__file__).parents[1] / "adapters" / "node" / "examples" / "mcp-chat-agent.mjs"
+
+
+def test_an_unmodified_node_agent_is_certified_the_same_way() -> None:
+    """The same agent in Node (the official MCP client and the openai SDK): the correct one
+    runs both calls that share an index; the naive one merges them and is caught."""
+    import shutil
+
+    node = shutil.which("node")
+    if node is None or not (NODE_AGENT.parent.parent / "node_modules" / "@modelcontextprotocol" / "client").is_dir():
+        pytest.skip("node or adapters/node/node_modules (npm ci) is missing")
+    checked, executed = _check(f"agent:{node} {NODE_AGENT}", _shared_index())
+    assert sorted((e.key.call, e.arguments["amount"]) for e in executed) == [("call_a", 1), ("call_b", 2)]
+    assert not checked.violated, checked.explain()
+    checked, executed = _check(f"agent:{node} {NODE_AGENT} --naive", _shared_index())
+    assert [e.arguments for e in executed] == [{"raw": '{"amount":1}{"amount":2}'}]
+    assert "INV-EXACT-ARGS" in checked.violated, checked.explain()
