@@ -12,6 +12,8 @@ stream of a trace, starts COMMAND with
   watched path to callsafe's loopback provider (:class:`~callsafe.loopback.mcp_server.AgentInterfaces`),
 - ``CALLSAFE_MCP_URL``: callsafe's MCP server (Streamable HTTP), which lists the trace's
   catalog and records each ``tools/call`` as an execution by the agent,
+- ``CALLSAFE_MCP_COMMAND``: the same server as a stdio MCP server command
+  (:mod:`callsafe.loopback.mcp_stdio`), for an agent whose MCP entry is a command,
 
 and waits for it to exit. COMMAND's stdout goes to stderr (callsafe's message channel is
 this program's stdout).
@@ -163,6 +165,7 @@ class AgentProgram(FrameworkProgram):
                 "OPENAI_API_KEY": "callsafe-loopback",
                 "ANTHROPIC_API_KEY": "callsafe-loopback",
                 "CALLSAFE_MCP_URL": interfaces.mcp_url,
+                "CALLSAFE_MCP_COMMAND": shlex.join([sys.executable, "-m", "callsafe.loopback.mcp_stdio"]),
             }
         )
         environment.pop("CALLSAFE_TARGET_PROTOCOL", None)  # the agent speaks no protocol to callsafe

@@ -161,3 +161,13 @@ def test_an_unmodified_node_agent_is_certified_the_same_way() -> None:
     checked, executed = _check(f"agent:{node} {NODE_AGENT} --naive", _shared_index())
     assert [e.arguments for e in executed] == [{"raw": '{"amount":1}{"amount":2}'}]
     assert "INV-EXACT-ARGS" in checked.violated, checked.explain()
+
+
+def test_an_agent_whose_mcp_entry_is_a_command_is_certified_over_stdio(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CALLSAFE_MCP_COMMAND``: the agent starts callsafe's stdio MCP server itself; the
+    call still reaches the executor spy, once, under its key. Two Python processes start per
+    stream here, so the hang detector gets room (it bounds a hang, it asserts no speed)."""
+    monkeypatch.setenv("CALLSAFE_EXEC_MESSAGE_TIMEOUT", "60")
+    checked, executed = _check(f"agent:{sys.executable} {AGENT} --stdio", _one_call())
+    assert [(e.key.call, e.arguments) for e in executed] == [("call_a", {"amount": 100})]
+    assert not checked.violated, checked.explain()

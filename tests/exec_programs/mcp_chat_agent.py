@@ -3,7 +3,7 @@ tools are whatever the MCP server at ``CALLSAFE_MCP_URL`` lists. It streams one 
 completion with those tools, assembles the streamed tool calls, and calls each through MCP.
 Nothing in it knows callsafe.
 
-``--retry`` calls a tool again when its answer is lost (the tool runs twice). ``--naive`` is the agent with two bugs users ship (public reports in
+``--stdio`` takes its tools from the MCP server command in ``CALLSAFE_MCP_COMMAND``. ``--retry`` calls a tool again when its answer is lost (the tool runs twice). ``--naive`` is the agent with two bugs users ship (public reports in
 ``shared/research/public-streaming-bugs.md``): it keys calls by their ``index`` alone (two
 parallel calls that share an index merge into one), and it runs what it assembled whatever
 the stream's ``finish_reason`` (a reply cut at ``length`` runs its truncated call)."""
@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import sys
 from typing import Any
 
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from openai import AsyncOpenAI
 
@@ -33,10 +35,12 @@ async def call_tool(session: ClientSession, name: str, arguments: Any, retry: bo
 
 
 async def main(naive: bool) -> None:
-    async with (
-        streamable_http_client(os.environ["CALLSAFE_MCP_URL"]) as streams,
-        ClientSession(streams[0], streams[1]) as session,
-    ):
+    if "--stdio" in sys.argv[1:]:  # the MCP server entry as a command
+        command, *args = shlex.split(os.environ["CALLSAFE_MCP_COMMAND"])
+        transport: Any = stdio_client(StdioServerParameters(command=command, args=args, env=dict(os.environ)))
+    else:
+        transport = streamable_http_client(os.environ["CALLSAFE_MCP_URL"])
+    async with transport as streams, ClientSession(streams[0], streams[1]) as session:
         await session.initialize()
         listed = await session.list_tools()
         tools: list[Any] = [
