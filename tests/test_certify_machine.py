@@ -36,7 +36,7 @@ def test_a_broken_target_fails_with_a_small_replayable_trace() -> None:
         run_state_machine_as_test(certify_machine(toy_targets.dispatch_on_first_parse), settings=SETTINGS)
     message = str(failure.value)
     assert message.startswith("INV-TERMINAL")
-    trace = Trace.from_json(json.loads(message.split("--target T`):\n", 1)[1]))
+    trace = Trace.from_json(json.loads(message.split("`callsafe replay FILE TARGET`):\n", 1)[1]))
     assert len(trace.events) <= 5  # shrunk: turn, open, the fragments that parse
     assert "INV-TERMINAL" in check_trace(toy_targets.dispatch_on_first_parse, trace).violated
 

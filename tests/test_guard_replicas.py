@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import skips
 from replica_worker import SCHEMA, expected_keys, turn_events
 
 from callsafe.guard import Guard, GuardStoreError, ToolCall, UnknownTurn
@@ -35,7 +36,7 @@ from callsafe.reference_impl.memory_store import MemoryStore
 
 DSN = os.environ.get("CALLSAFE_PG_DSN", "")
 WORKER = Path(__file__).with_name("replica_worker.py")
-needs_pg = pytest.mark.skipif(not DSN, reason="CALLSAFE_PG_DSN is not set: needs a PostgreSQL server")
+needs_pg = pytest.mark.skipif(not DSN, reason=skips.POSTGRES)
 
 
 class Clock:

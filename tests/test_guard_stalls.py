@@ -22,6 +22,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+import skips
 
 from callsafe.guard import Guard, GuardStoreError, ToolCall
 from callsafe.model.vocabulary import CallOpened, CallTerminal, Event, Fragment, ResponseTerminal
@@ -32,7 +33,7 @@ from callsafe.reference_impl.postgres_store import PostgresStore, with_timeouts
 DSN = os.environ.get("CALLSAFE_PG_DSN", "")
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 MARGIN = 60.0  # seconds to wait for what the 2 s bound promises (never asserted as a duration)
-needs_pg = pytest.mark.skipif(not DSN, reason="CALLSAFE_PG_DSN is not set: needs a PostgreSQL server")
+needs_pg = pytest.mark.skipif(not DSN, reason=skips.POSTGRES)
 
 
 def call(turn: str, response: str, call_id: str) -> list[Event]:
