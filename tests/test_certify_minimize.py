@@ -67,7 +67,7 @@ def test_the_pytest_file_fails_on_the_target_and_passes_on_a_correct_one(tmp_pat
     trace = by_name("cancel-before-terminal").trace
     path = tmp_path / "test_counterexample.py"
     path.write_text(pytest_source(trace, "INV-CANCEL", "toy_targets:ignore_cancel", "ce.json", seed=3))
-    assert "callsafe replay ce.json --target toy_targets:ignore_cancel" in path.read_text()
+    assert "callsafe replay ce.json toy_targets:ignore_cancel" in path.read_text()
     env = {**os.environ, "PYTHONPATH": str(TESTS), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)]
     failing = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp_path)

@@ -132,7 +132,7 @@ def test_cli_partition_size_reaches_the_executor_and_keeps_the_report(tmp_path: 
     ("extra", "says"),
     [
         (["--partition-size", "5"], "partitions are for --workers"),
-        (["--workers", "2", "--partition-size", "0"], "a partition holds at least one trace"),
+        (["--workers", "2", "--partition-size", "0"], "--partition-size"),
     ],
 )
 def test_cli_partition_size_misuse_is_a_usage_error(extra: list[str], says: str) -> None:
