@@ -54,6 +54,8 @@ class WireIds:
         self.response: str = ""
         self.items: dict[str, str] = {}
         self.order: list[tuple[str, str]] = []  # (item, call id) in order of opening
+        self.arguments: dict[str, str] = {}  # item -> argument text streamed (Chat Completions)
+        self.claimed: set[str] = set()  # call ids already keyed by their arguments
         self._buffer = b""
 
     def feed(self, data: bytes) -> None:
@@ -83,8 +85,14 @@ class WireIds:
                 if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                     continue
                 for delta in (choice.get("delta") or {}).get("tool_calls") or []:
-                    if isinstance(delta, dict) and isinstance(delta.get("id"), str):
-                        self._note(str(delta.get("index", "")), delta["id"])
+                    if not isinstance(delta, dict):
+                        continue
+                    item = str(delta.get("index", ""))
+                    if isinstance(delta.get("id"), str):
+                        self._note(item, delta["id"])
+                    text = (delta.get("function") or {}).get("arguments")
+                    if isinstance(text, str):
+                        self.arguments[item] = self.arguments.get(item, "") + text
         elif self.protocol == "openai-responses":
             response = p.get("response")
             if p.get("type") == "response.created" and isinstance(response, dict) and not self.response:
@@ -117,6 +125,24 @@ class WireIds:
             item, call = self.order[nth]
             return CallKey(turn.tenant, turn.turn, self.response, item, call)
         return CallKey(turn.tenant, turn.turn, self.response, "", call_id or f"{self.response}#?")
+
+    def key_by_arguments(self, turn: TurnStarted, arguments: Any, nth: int) -> CallKey:
+        """The key of a call a framework ran without its id: the first call opened whose
+        streamed arguments parse to exactly ``arguments`` and that no earlier run claimed.
+        A framework that runs a response's calls in parallel threads (crewAI) runs them in
+        any order, so the n-th run is not the n-th call; only when the arguments match no
+        call, or the stream carried none (not Chat Completions), is the n-th call taken."""
+        for item, call in self.order:
+            if call in self.claimed or item not in self.arguments:
+                continue
+            try:
+                streamed = json.loads(self.arguments[item])
+            except ValueError:
+                continue
+            if streamed == arguments:
+                self.claimed.add(call)
+                return CallKey(turn.tenant, turn.turn, self.response, item, call)
+        return self.key(turn, None, nth)
 
 
 @functools.cache
@@ -290,6 +316,16 @@ class FrameworkProgram:
         if env is None or turn is None:
             raise RuntimeError("a tool ran outside a trace")
         env.executor(self.ids.key(turn, call_id, nth), turn.actor, tool, arguments, turn.traceparent)
+        return "ok"
+
+    def execute_by_arguments(self, tool: str, arguments: Any, nth: int) -> str:
+        """A tool body for a framework that gives a tool neither its call id nor a fixed run
+        order: the call is keyed by its arguments (:meth:`WireIds.key_by_arguments`)."""
+        env, turn = self.env, self.turn
+        if env is None or turn is None:
+            raise RuntimeError("a tool ran outside a trace")
+        key = self.ids.key_by_arguments(turn, arguments, nth)
+        env.executor(key, turn.actor, tool, arguments, turn.traceparent)
         return "ok"
 
     def watching_client(self, module: Any = None, sync: bool = False) -> Any:

@@ -11,8 +11,9 @@ validates a call's arguments against the tool's ``args_schema`` (here the catalo
 required fields, any value; other fields pass as they came) and runs ``_run``, whose body
 hands the arguments to callsafe's executor.
 
-Call keys: a crewAI tool is given its arguments only, so the n-th tool run of the stream is
-keyed as the n-th call opened on the wire.
+Call keys: a crewAI tool is given its arguments only, and crewAI may run a response's calls
+in parallel threads, so a run is keyed as the first call opened on the wire whose streamed
+arguments are the run's arguments (:meth:`WireIds.key_by_arguments`), else as the n-th.
 
 Cancellation: crewAI has no API to cancel a running kickoff (the standalone ``Agent`` and the
 ``Crew`` alike), so the program declares no ``cancellation`` capability and those traces are
@@ -22,6 +23,7 @@ not applicable to the row.
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 from callsafe.adapters.frameworks._program import FrameworkProgram, main
@@ -44,6 +46,7 @@ class CrewAIProgram(FrameworkProgram):
     def __init__(self) -> None:
         super().__init__()
         self.runs = 0
+        self.lock = threading.Lock()
 
     def _tool(self, name: str, schema: dict[str, Any]) -> Any:
         from crewai.tools import BaseTool
@@ -56,9 +59,10 @@ class CrewAIProgram(FrameworkProgram):
 
         class CatalogTool(BaseTool):  # type: ignore[misc]
             def _run(self, **arguments: Any) -> str:
-                nth = program.runs
-                program.runs += 1
-                return program.execute(name, arguments, None, nth)
+                with program.lock:  # parallel runs claim their calls one at a time
+                    nth = program.runs
+                    program.runs += 1
+                    return program.execute_by_arguments(name, arguments, nth)
 
         return CatalogTool(name=name, description=name, args_schema=args)
 
