@@ -690,7 +690,7 @@ def _differences_from_reference(target: str, trace: Any, checked: Any, timeout: 
 @click.argument("trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--protocol",
-    type=click.Choice(["openai-chat", "openai-responses", "anthropic-messages", "gemini"]),
+    type=click.Choice(["openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse"]),
     default="openai-chat",
     show_default=True,
     help="The protocol every request is answered in (the request's path must match).",
@@ -702,7 +702,9 @@ def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool) -
 
     Point a program's SDK at it: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1,
     ANTHROPIC_BASE_URL=http://127.0.0.1:PORT or GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:PORT
-    (Gemini: .../v1beta/models/M:streamGenerateContent?alt=sse). Every request gets the trace rendered for
+    (Gemini: .../v1beta/models/M:streamGenerateContent?alt=sse); Bedrock: boto3's bedrock-runtime client with
+    endpoint_url=http://127.0.0.1:PORT (POST .../model/M/converse-stream, answered in AWS's binary event-stream
+    framing, frames split inside the prelude and the payload). Every request gets the trace rendered for
     PROTOCOL as real SSE (adversarial chunk boundaries, keep-alives); where the trace
     disconnects the connection drops, and the next request (the reconnect) gets the
     trace's next connection (its replay, then the rest). OpenAI Responses: GET
@@ -714,6 +716,8 @@ def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool) -
         raise click.ClickException("callsafe serve needs uvicorn: pip install 'callsafe[serve]'") from None
     from callsafe.model.vocabulary import Trace
 
+    if event_ids and protocol == "bedrock-converse":
+        raise click.UsageError("--event-ids: Bedrock's event-stream frames carry no event ids")
     try:
         trace = Trace.loads(trace_file.read_text(encoding="utf-8"))
         static = StaticTrace(protocol, trace.events, event_ids)

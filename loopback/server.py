@@ -56,6 +56,8 @@ import uvicorn
 from callsafe.model.vocabulary import Disconnect, Event, Replay, ResponseTerminal, TextFragment
 from callsafe.providers import registry
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable
+from callsafe.providers.eventstream import CONTENT_TYPE as EVENTSTREAM
+from callsafe.providers.eventstream import bedrock_frame, frame_chunks
 from callsafe.providers.sse import DONE, cut, encode_event
 from callsafe.providers.streams import as_servers_send, render_payloads
 
@@ -73,12 +75,14 @@ ENDPOINTS: Final = {
     "/responses": "openai-responses",
     "/messages": "anthropic-messages",
     ":streamGenerateContent": "gemini",  # .../models/{model}:streamGenerateContent?alt=sse
+    "/converse-stream": "bedrock-converse",  # .../model/{modelId}/converse-stream
 }
 KEEP_ALIVE: Final = b": keep-alive\n\n"
 # Gemini streams get no keep-alive comment: the google-genai SDK (2.34) parses every line of
 # the body that is not ``data:`` as JSON (``_api_client.py``, ``_load_json_from_response``),
 # so one comment line fails the whole stream, and the Gemini API sends none.
-NO_KEEP_ALIVE: Final = frozenset({"gemini"})
+# Bedrock's binary event stream has no comment frames at all.
+NO_KEEP_ALIVE: Final = frozenset({"gemini", "bedrock-converse"})
 _RESUME: Final = re.compile(r"/responses/[^/]+/?$")  # GET: resume a Responses stream
 _END: Final = b""
 
@@ -109,6 +113,16 @@ def _encode(protocol: str, payload: Mapping[str, Any], event_id: int | None = No
     return (f"id: {event_id}\n".encode() + data) if event_id is not None else data
 
 
+def _pieces(protocol: str, payload: Mapping[str, Any], event_id: int | None = None) -> list[bytes]:
+    """One payload as the HTTP chunks that carry it: an SSE event cut by
+    :func:`adversarial_chunks`, or, for a protocol whose transport is AWS's binary event
+    stream (Bedrock), its frame cut inside the prelude, after it, in the payload and before
+    the CRC (:func:`callsafe.providers.eventstream.frame_chunks`; frames carry no ids)."""
+    if registry.get(protocol).transport == "aws-eventstream":
+        return frame_chunks(bedrock_frame(payload))
+    return adversarial_chunks(_encode(protocol, payload, event_id))
+
+
 def _route(path: str) -> str | None:
     for suffix, protocol in ENDPOINTS.items():
         if path.rstrip("/").endswith(suffix):
@@ -135,7 +149,7 @@ class LiveStream:
         if self.count % 3 == 0 and self.protocol not in NO_KEEP_ALIVE:
             self._put(KEEP_ALIVE)
         self.count += 1
-        for piece in adversarial_chunks(_encode(self.protocol, payload)):
+        for piece in _pieces(self.protocol, payload):
             self._put(piece)
 
     def finish(self, done_sentinel: bool) -> None:
@@ -232,7 +246,7 @@ class StaticTrace:
         for n, payload in enumerate(payloads):
             if n % 3 == 0 and self.protocol not in NO_KEEP_ALIVE:
                 out.append(KEEP_ALIVE)
-            out += adversarial_chunks(_encode(self.protocol, payload, start + n if self.event_ids else None))
+            out += _pieces(self.protocol, payload, start + n if self.event_ids else None)
         if not drops and registry.get(self.protocol).done_sentinel:
             out += adversarial_chunks(encode_event(DONE))
         return out, drops
@@ -343,7 +357,7 @@ class LoopbackServer:
         if stream.protocol != protocol:
             await _json(send, 400, {"error": {"message": f"this stream is {stream.protocol}, not {protocol}"}})
             return
-        await _start_sse(send)
+        await _start_stream(send, protocol)
         await stream.serve(send)
 
     async def _resume_static(self, send: Send, query: str) -> None:
@@ -382,7 +396,7 @@ class LoopbackServer:
             await _json(send, 400, {"error": {"message": f"Last-Event-ID must be an integer, got {last!r}"}})
             return
         chunks, drops = static.chunks(last_id)
-        await _start_sse(send)
+        await _start_stream(send, protocol)
         for piece in chunks:
             await send({"type": "http.response.body", "body": piece, "more_body": True})
         if drops:
@@ -406,7 +420,7 @@ def is_follow_up(protocol: str, body: bytes) -> bool:
     if not isinstance(request, dict):
         return False
     turns = [m for m in _list(request.get("messages" if protocol != "gemini" else "contents")) if isinstance(m, dict)]
-    if protocol in ("openai-chat", "anthropic-messages"):
+    if protocol in ("openai-chat", "anthropic-messages", "bedrock-converse"):
         return any(m.get("role") in ("assistant", "tool") for m in turns)
     if protocol == "gemini":
         return any(m.get("role") == "model" for m in turns)
@@ -436,20 +450,27 @@ def reply_payloads(protocol: str) -> list[dict[str, Any]]:
 
 
 async def _serve_reply(send: Send, protocol: str) -> None:
-    await _start_sse(send)
+    await _start_stream(send, protocol)
     for payload in reply_payloads(protocol):
-        await send({"type": "http.response.body", "body": _encode(protocol, payload), "more_body": True})
+        await send({"type": "http.response.body", "body": b"".join(_pieces(protocol, payload)), "more_body": True})
     if registry.get(protocol).done_sentinel:
         await send({"type": "http.response.body", "body": encode_event(DONE), "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _start_sse(send: Send) -> None:
+    await _start_stream(send, "openai-chat")
+
+
+async def _start_stream(send: Send, protocol: str) -> None:
+    """A 200 with the protocol's streaming content type: SSE, or AWS's event stream."""
+    binary = registry.get(protocol).transport == "aws-eventstream"
+    kind = EVENTSTREAM.encode() if binary else b"text/event-stream; charset=utf-8"
     await send(
         {
             "type": "http.response.start",
             "status": 200,
-            "headers": [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache")],
+            "headers": [(b"content-type", kind), (b"cache-control", b"no-cache")],
         }
     )
 

@@ -724,12 +724,70 @@ def _an_after_stop(protocol: str, payloads: Payloads) -> list[Variant]:
     return out
 
 
+BEDROCK: Final = "bedrock-converse"
+
+
+def _bedrock_blocks(payloads: Payloads, key: str) -> list[int]:
+    return [i for i, p in enumerate(payloads) if key in p]
+
+
+def _bedrock_tool_blocks(payloads: Payloads) -> list[int]:
+    """The content block indexes that a ``contentBlockStart`` opened as tool-use blocks."""
+    return [
+        int(p["contentBlockStart"]["contentBlockIndex"])
+        for p in payloads
+        if "contentBlockStart" in p and "toolUse" in (p["contentBlockStart"].get("start") or {})
+    ]
+
+
+def _bedrock_no_block_stop(protocol: str, payloads: Payloads) -> list[Variant]:
+    """A tool-use block whose ``contentBlockStop`` never comes, the message still stopping
+    normally after it (opencode #44630, bifrost #4262: a gateway or client that drops it)."""
+    out: list[Variant] = []
+    for index in _bedrock_tool_blocks(payloads):
+        stops = [
+            i
+            for i in _bedrock_blocks(payloads, "contentBlockStop")
+            if payloads[i]["contentBlockStop"].get("contentBlockIndex") == index
+        ]
+        if stops:
+            copied = copy.deepcopy(payloads)
+            del copied[stops[0]]
+            out.append(Variant(f"no contentBlockStop for tool block {index}", tuple(copied)))
+    return out
+
+
+def _bedrock_text_without_start(protocol: str, payloads: Payloads) -> list[Variant]:
+    """Text deltas at a block index of their own, with no ``contentBlockStart`` (Bedrock
+    sends none for text), right after a tool-use block stopped: a client that keys blocks by
+    their start, or takes the text as the tool block's, loses or corrupts the call."""
+    tools = _bedrock_tool_blocks(payloads)
+    stops = _bedrock_blocks(payloads, "contentBlockStop")
+    if not tools or not stops:
+        return []
+    used = {
+        int(p[k]["contentBlockIndex"])
+        for p in payloads
+        for k in p
+        if isinstance(p[k], dict) and "contentBlockIndex" in p[k]
+    }
+    index = max(used) + 1
+    copied = copy.deepcopy(payloads)
+    at = stops[0] + 1
+    copied[at:at] = [
+        {"contentBlockDelta": {"contentBlockIndex": index, "delta": {"text": "Done"}}},
+        {"contentBlockStop": {"contentBlockIndex": index}},
+    ]
+    return [Variant(f"text block {index} with no contentBlockStart after a tool block", tuple(copied))]
+
+
 # --------------------------------------------------------------------------------------
 # The catalog
 # --------------------------------------------------------------------------------------
 
 _ANY = _DELTA_PROTOCOLS | {"gemini"}  # Gemini sends whole arguments: only the stream-level operators apply
 _C, _R, _A = frozenset({CHAT}), frozenset({RESPONSES}), frozenset({ANTHROPIC})
+_B = frozenset({BEDROCK})
 
 OPERATORS: Final[tuple[Operator, ...]] = (
     Operator(
@@ -869,6 +927,18 @@ OPERATORS: Final[tuple[Operator, ...]] = (
         "issue 18 (a late delta still changes the message message_stop already handed out)",
         _A,
         _an_after_stop,
+    ),
+    Operator(
+        "bedrock-missing-block-stop",
+        "opencode #44630, bifrost #4262 (contentBlockStop dropped by a gateway; the call must not run unfinished)",
+        _B,
+        _bedrock_no_block_stop,
+    ),
+    Operator(
+        "bedrock-text-without-block-start",
+        "AWS ConverseStream: text blocks have no contentBlockStart; strands harness-sdk #2051, langchain-aws #843",
+        _B,
+        _bedrock_text_without_start,
     ),
 )
 
