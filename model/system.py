@@ -644,12 +644,30 @@ class Reading:
       (:class:`~callsafe.model.vocabulary.StoreFault`) is rolled back cleanly and taken
       again as if nothing had happened. The spec says nothing of store failure; the model
       fails closed as a crash would: what was in flight when the store failed fails (the
-      restart broadcast), and the input is then taken again."""
+      restart broadcast), and the input is then taken again.
+    * ``reject_repeats``: "reject or reassemble by its documented position": a fragment at
+      a position already received fails the call even when its bytes are the same (the
+      model drops it as "a delivery condition"). Either way a repeat runs nothing twice.
+    * ``refuse_unknown_at_open``: a call opened for a tool that is unknown or disabled at
+      that moment is refused at its opening (cancelled there: "unknown tool name ... move
+      the buffer to a non-dispatching terminal state"), not at its validation as the model
+      does. Both are inert; only the moment and the word differ.
+    * ``keep_calls_across_catalog_change``: a catalog change does not stop the calls of
+      its tool that are in flight; each is validated against the catalog as it stands at
+      its terminal event ("validate each call against its own tool declaration"; the spec
+      names "a tool renamed mid-release" as a fixture but never says a catalog update
+      cancels a call in flight), and the dispatcher's re-check still refuses a call whose
+      tool changed after it was validated. The model cancels them at the change. A change
+      that leaves the tool as it was (a byte-identical re-declaration) then changes
+      nothing."""
 
     reject_out_of_order: bool = False
     count_after_end: bool = False
     lone_surrogate_escapes: bool = False
     store_fault_rolls_back: bool = False
+    reject_repeats: bool = False
+    refuse_unknown_at_open: bool = False
+    keep_calls_across_catalog_change: bool = False
 
     def describe(self) -> str:
         parts = []
@@ -661,6 +679,12 @@ class Reading:
             parts.append("lone surrogate escapes accepted")
         if self.store_fault_rolls_back:
             parts.append("an input met by a lasting store fault rolled back, not failed closed")
+        if self.reject_repeats:
+            parts.append("a repeated position fails the call")
+        if self.refuse_unknown_at_open:
+            parts.append("a call for an unknown or disabled tool refused at its opening")
+        if self.keep_calls_across_catalog_change:
+            parts.append("calls in flight kept across a catalog change, validated against the catalog as it stands")
         return ", ".join(parts) or "the model's reading"
 
 
@@ -714,6 +738,11 @@ class Semantics:
         # A lasting store fault was announced: the next input meets it (StoreFault).
         self._store_down: StoreFault | None = None
         self.lasting_store_faults = 0
+        # What tells the oracle whether the readings below could judge this trace
+        # otherwise: a repeated position delivered to a call still collecting, a call
+        # opened for a tool unknown or disabled at the time.
+        self.repeats_while_collecting = 0
+        self.opened_unknown_tool = 0
 
     # -- driving -------------------------------------------------------------------
 
@@ -784,6 +813,8 @@ class Semantics:
         that reach the calls at the next input instead), over every unfinished call."""
         s = self.state
         for rule in BROADCASTS:
+            if rule.event_type is ToolChanged and self.reading.keep_calls_across_catalog_change:
+                continue
             if rule.deferred is deferred and isinstance(event, rule.event_type):
                 for call in list(s.calls.values()):
                     if call.state not in TERMINAL_STATES and rule.selects(event, call, s):
@@ -816,6 +847,10 @@ class Semantics:
             # the same call id announced with another tool name: id and name are set once
             self.fire(call, E.FRAGMENT_CONFLICT, "call id re-announced with another tool")
             return
+        if event is E.OPEN and call.state is State.ABSENT and s.tool_spec(ev.tool) is None:
+            self.opened_unknown_tool += 1
+            if self.reading.refuse_unknown_at_open:
+                event, why = E.OPEN_BLOCKED, "opened for a tool that is unknown or disabled: refused at its opening"
         self.fire(call, event, why)
 
     def _on_fragment(self, ev: Fragment) -> None:
@@ -839,8 +874,16 @@ class Semantics:
         )
         if ev.position < 0:
             event = E.FRAGMENT_CONFLICT
+        if event is E.FRAGMENT_REPEAT and call.state is State.COLLECTING:
+            self.repeats_while_collecting += 1
+            if self.reading.reject_repeats:
+                event = E.FRAGMENT_CONFLICT
         why = {
-            E.FRAGMENT_CONFLICT: "conflicting fragment at a position already received",
+            E.FRAGMENT_CONFLICT: (
+                "repeated fragment at a position already received: rejected"
+                if previous is not None and previous == ev.text
+                else "conflicting fragment at a position already received"
+            ),
             E.OVER_LIMIT: "byte limit exceeded",
             E.FRAGMENT: "fragment after the terminal event" if call.state is not State.COLLECTING else "",
         }.get(event, "")
