@@ -86,6 +86,7 @@ class Context:
     executions: list[Executed] = field(default_factory=list)
     # what the target's record words mean (its declared vocabulary over the defaults)
     words: RecordWords = DEFAULT_WORDS
+    capabilities: frozenset[str] = frozenset({"ledger", "status", "confirmation", "business_validation"})
     # per reading (by id): (call, event) -> the first step it took effect
     _first_steps: dict[int, dict[tuple[CallKey, CallEvent], int]] | None = field(default=None, init=False, repr=False)
     _executed: set[CallKey] = field(default_factory=set, init=False, repr=False)
@@ -449,10 +450,13 @@ def _ledger_untruth(
         return ""
     if record.parse == "ok" and words.result_of(row.parse) is not Result.OK:
         return f"parse result {row.parse!r} for a call whose arguments parsed"
-    if record.validation == "ok" and words.result_of(row.validation) is not Result.OK:
-        refused = " (refused at the permission and dispatch re-check)" if record.ended_by is E.DISPATCH_BLOCKED else ""
-        return f"validation result {row.validation!r} for a call that passed validation{refused}"
-    if record.validation.startswith("business rule") and words.result_of(row.validation) is not Result.FAILED:
+    validation = words.result_of(row.validation)
+    if record.validation == "ok" and validation is not Result.OK:
+        refused = record.ended_by is E.DISPATCH_BLOCKED
+        if not (refused and validation is Result.DISPATCH_REFUSED):
+            why = " and was refused at the permission boundary or the dispatcher's re-check" if refused else ""
+            return f"validation result {row.validation!r} for a call that passed validation{why}"
+    if record.validation.startswith("business rule") and validation is not Result.FAILED:
         return f"validation result {row.validation!r} for a call a business rule refused"
     return ""
 
@@ -585,10 +589,10 @@ def check_status(ctx: Context) -> Iterable[Violation]:
     """The status is read by meaning (:class:`~callsafe.model.record_words.StatusMeaning`):
     a "done" claim needs an action that ran in the turn, and every stop that leaves a turn
     with nothing run is followed, at or after the stop, by a retry or hand-off offer for
-    that turn. What is shown after the offer (a new call "preparing" in the same turn, the
-    retry itself) does not take it back."""
+    that turn, or by an offer still standing when it came. What is shown after the offer (a
+    new call "preparing" in the same turn, the retry itself) does not take it back."""
     executed_turns: set[str] = set()
-    offers: dict[str, list[int]] = defaultdict(list)
+    shown: dict[str, list[tuple[int, bool]]] = defaultdict(list)  # per turn: (step, is an offer)
     last_status: dict[str, StatusShown] = {}
     for obs in ctx.observations:
         if isinstance(obs, Executed):
@@ -600,8 +604,7 @@ def check_status(ctx: Context) -> Iterable[Violation]:
                 yield Violation("INV-STATUS", f"unknown status {obs.status!r}", None, obs.step)
             elif meaning is StatusMeaning.DONE and obs.turn not in executed_turns:
                 yield Violation("INV-STATUS", "status says an action ran, but none did", None, obs.step)
-            elif meaning in (StatusMeaning.RETRY, StatusMeaning.HANDOFF):
-                offers[obs.turn].append(obs.step)
+            shown[obs.turn].append((obs.step, meaning in (StatusMeaning.RETRY, StatusMeaning.HANDOFF)))
     stopped: dict[str, int] = {}
     for record in ctx.records_everywhere(_stopped):
         ended = [
@@ -614,13 +617,22 @@ def check_status(ctx: Context) -> Iterable[Violation]:
     for turn, at in sorted(stopped.items()):
         if turn in executed_turns:
             continue
-        if not any(step >= at for step in offers.get(turn, ())):
-            shown = last_status.get(turn)
+        if not _offered(shown.get(turn, []), at):
+            last = last_status.get(turn)
             yield Violation(
                 "INV-STATUS",
                 f"after a stop (step {at}) the user was not offered retry or hand-off (last status: "
-                f"{shown.status if shown else 'none'})",
+                f"{last.status if last else 'none'})",
             )
+
+
+def _offered(shown: list[tuple[int, bool]], at: int) -> bool:
+    """Whether a retry or hand-off offer stands for a stop at step ``at``: one shown at or
+    after it, or one shown before it that nothing replaced (an offer still on screen)."""
+    if any(is_offer and step >= at for step, is_offer in shown):
+        return True
+    before = [is_offer for step, is_offer in shown if step <= at]
+    return bool(before) and before[-1]
 
 
 def _stopped(record: CallRecord) -> bool:
@@ -639,6 +651,35 @@ def check_live(ctx: Context) -> Iterable[Violation]:
             yield Violation(
                 "LIVE-DISPATCH", "a valid call was never put up for confirmation", verdict.key, None, "liveness"
             )
+        if (
+            verdict.execute == "may"
+            and verdict.key not in executed
+            and "business_validation" in ctx.capabilities
+            and not _a_reading_explains_not_running(ctx, verdict.key)
+        ):
+            yield Violation(
+                "LIVE-DISPATCH",
+                "never executed, though the target business-validated it and every reading that validates "
+                "it runs it (the readings that let it not run refuse it before validation)",
+                verdict.key,
+                None,
+                "liveness",
+            )
+
+
+def _a_reading_explains_not_running(ctx: Context, key: CallKey) -> bool:
+    """Whether some reading that does not run ``key`` agrees with the target on whether the
+    call reached the business validator. A ``may`` lets the target take either reading,
+    not a mix: one that reassembled a call (and validated it) cannot not run it because
+    another reading fails the call before validation."""
+    validated = any(isinstance(o, BusinessValidated) and o.key == key for o in ctx.observations)
+    for reading in ctx.oracle.readings:
+        expected = reading.semantics.expected
+        if any(e.key == key and e.what == "execute" for e in expected):
+            continue
+        if any(e.key == key and e.what == "validate" for e in expected) == validated:
+            return True
+    return False
 
 
 INVARIANTS: Final[tuple[Invariant, ...]] = (
@@ -752,7 +793,7 @@ def check_all(
     capability the target lacks (not applicable). ``words``: what the target's record words
     mean (:mod:`callsafe.model.record_words`)."""
     caps = set(capabilities)
-    ctx = Context(trace, oracle or judge(trace), observations, words=words)
+    ctx = Context(trace, oracle or judge(trace), observations, words=words, capabilities=frozenset(caps))
     results: dict[str, list[Violation] | None] = {}
     for inv in INVARIANTS:
         if not inv.needs <= caps:

@@ -63,6 +63,9 @@ class Result(enum.Enum):
     OK = "ok"  # parsed, or passed schema and business validation
     FAILED = "failed"  # refused (free text such as "malformed: ..." or "schema: ..." means this)
     NOT_RUN = "not_run"  # never parsed or validated
+    # validation passed, and the permission boundary or the dispatcher's re-check refused
+    # the call (the reference writes "refused at dispatch: permission" there)
+    DISPATCH_REFUSED = "dispatch_refused"
 
 
 class RecordWordsError(ValueError):
@@ -117,6 +120,14 @@ _RESULTS: Final = _table(
         Result.OK: ("ok", "passed", "pass", "valid", "parsed", "success", "succeeded"),
         Result.NOT_RUN: ("not parsed", "not validated", "not run", "skipped", "none", "n/a", ""),
         Result.FAILED: ("failed", "invalid", "malformed", "rejected"),
+        Result.DISPATCH_REFUSED: (
+            "refused at dispatch",
+            "permission",
+            "permission denied",
+            "permission rejection",  # the spec's word
+            "not permitted",
+            "forbidden",
+        ),
     }
 )
 
@@ -140,12 +151,17 @@ class RecordWords:
         return self.status.get(normalize(word))
 
     def result_of(self, text: str | None) -> Result:
-        """The meaning of a parse or validation field. Text the vocabulary does not know is a
+        """The meaning of a parse or validation field: the whole text, else its head before
+        a colon ("refused at dispatch: permission"). Text the vocabulary does not know is a
         reason, and a reason is a refusal ("malformed: ...", "schema: required at (root)",
         "business rule: ..."): :attr:`Result.FAILED`."""
         if text is None:
             return Result.NOT_RUN
-        return self.result.get(normalize(text), Result.FAILED)
+        word = normalize(text)
+        found = self.result.get(word)
+        if found is None and ":" in word:
+            found = self.result.get(word.split(":", 1)[0].strip())
+        return found if found is not None else Result.FAILED
 
     def with_declared(self, declared: Mapping[str, Any]) -> RecordWords:
         """These words with an adapter's declaration added (``{section: {word: meaning}}``,

@@ -151,3 +151,24 @@ def test_a_new_call_preparing_after_a_retry_offer_is_truthful() -> None:
     # no offer after the stop: judged untruthful
     late = [StatusShown(1, "t1", "preparing"), StatusShown(4, "t1", "preparing"), obs[-1]]
     assert any("retry or hand-off" in m for m in violated(trace, late)["INV-STATUS"])
+
+
+def test_a_may_lets_the_target_take_one_reading_not_a_mix() -> None:
+    """Failing a call on a repeated position is allowed; validating it as reassembled
+    (so not failing it at the repeat) and then not running it is not."""
+    trace = (
+        builder()
+        .turn("t1")
+        .open("a", "pay")
+        .fragment("a", '{"amount":')
+        .fragment("a", '{"amount":', position=0)
+        .fragment("a", "5}")
+        .terminal("a")
+        .build()
+    )
+    (v,) = judge(trace).verdicts.values()
+    assert v.execute == "may"
+    failed: list[Observation] = [LedgerRow(3, v.key, 1, None, "not parsed", "not validated", "failed")]
+    assert "LIVE-DISPATCH" not in violated(trace, failed)
+    validated_only: list[Observation] = [BusinessValidated(5, v.key, "pay")]
+    assert any("business-validated" in m for m in violated(trace, validated_only)["LIVE-DISPATCH"])
