@@ -711,7 +711,7 @@ INVARIANTS: Final[tuple[Invariant, ...]] = (
     Invariant(
         "INV-TURN",
         "a call executes only for the turn current at execution time, for the actor and tenant bound to it",
-        "Bind them to the active turn and authenticated actor. Assert that an old tuple cannot affect a newer turn.",
+        "Bind them to the active turn and authenticated actor. An old tuple cannot affect a newer turn.",
         "safety",
         check_turn,
     ),
@@ -756,7 +756,8 @@ INVARIANTS: Final[tuple[Invariant, ...]] = (
         "reason, with a count no lower than the positions the call accepted; no ledger, audit, log or status "
         "line contains argument values",
         "Record an assembly ledger with the tuple key, count, terminal reason, parse result, validation result, "
-        "and dispatch decision, without retaining sensitive argument values in broad logs.",
+        "and dispatch decision. It lets an operator distinguish a malformed stream from a permission rejection "
+        "without retaining sensitive argument values in broad logs.",
         "safety",
         check_ledger,
         frozenset({"ledger"}),
@@ -764,7 +765,7 @@ INVARIANTS: Final[tuple[Invariant, ...]] = (
     Invariant(
         "INV-STATUS",
         "the visible status is truthful and separate from action safety",
-        "The client may display a non-actionable 'preparing request' cue. The user sees a truthful retry or "
+        'The client may display a non-actionable "preparing request" cue. The user sees a truthful retry or '
         "handoff route. Test visible status separately from action safety.",
         "safety",
         check_status,
@@ -773,13 +774,146 @@ INVARIANTS: Final[tuple[Invariant, ...]] = (
     Invariant(
         "LIVE-DISPATCH",
         "a well-formed, completed, current, permitted call is executed (or put up for confirmation)",
-        "Only the completed, validated proposal can request a confirmation; then it runs.",
+        "Only the completed, validated proposal can request a confirmation.",
         "liveness",
         check_live,
     ),
 )
 
 BY_ID: Final[dict[str, Invariant]] = {inv.id: inv for inv in INVARIANTS}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check an invariant makes, with the spec sentences it enforces (verbatim,
+    typography aside) or, where the spec is silent, callsafe's own choice in words."""
+
+    invariant: str
+    what: str
+    spec: tuple[str, ...]
+    own: str = ""
+
+
+_LEDGER: Final = (
+    "Record an assembly ledger with the tuple key, count, terminal reason, parse result, validation result, "
+    "and dispatch decision."
+)
+_DISTINGUISH: Final = "It lets an operator distinguish a malformed stream from a permission rejection"
+_AUDIT: Final = (
+    "Log the reason and the affected call keys so a reviewer can distinguish a provider interruption from a "
+    "product safety hold."
+)
+_STATUS_ROUTE: Final = "the user sees a truthful retry or handoff route"
+_STATUS_APART: Final = "Test visible status separately from action safety."
+_PREPARING: Final = "The client may display a non-actionable"
+_CONFIRM_AFTER_VALIDATION: Final = "Only the completed, validated proposal can request a confirmation."
+_INERT: Final = "fragments must remain inert until the adapter knows that one call has ended under its protocol."
+
+# Every check the invariants make (tests/test_spec_traceability.py: each names a spec
+# sentence or says it is callsafe's own choice; docs/spec-traceability.md is generated).
+CHECKS: Final[tuple[Check, ...]] = (
+    Check("INV-TERMINAL", "no execution before the call's own completed terminal event", (_INERT,)),
+    Check(
+        "INV-TERMINAL",
+        "an execution of a call the model refuses for its data (malformed, invalid, data after the terminal)",
+        ("A terminal event permits parsing; it does not itself authorize execution.",),
+    ),
+    Check(
+        "INV-EXACT-ARGS",
+        "the executed tool and arguments are the call's own fragments in position order",
+        ("Append only fragments from that exact tuple.",),
+    ),
+    Check(
+        "INV-EXACT-ARGS",
+        "no execution of a key the stream never carried",
+        ("every executor input names a completed call ID and originating turn",),
+    ),
+    Check(
+        "INV-ONCE",
+        "each call key reaches the executor at most once",
+        ("Persist the terminal event ID so reconnect delivery cannot dispatch it twice.",),
+    ),
+    Check(
+        "INV-TURN",
+        "executed for the actor and tenant bound to the turn, and only while the turn is current",
+        (
+            "bind them to the active turn and authenticated actor",
+            "an old tuple cannot affect a newer turn.",
+        ),
+    ),
+    Check(
+        "INV-CANCEL",
+        "no execution of a call a stop made inert",
+        ("every cancellation prevents dispatch",),
+    ),
+    Check(
+        "INV-CONFIRM",
+        "a confirmation request only after the call passed schema and business validation",
+        (_CONFIRM_AFTER_VALIDATION,),
+    ),
+    Check(
+        "INV-CONFIRM",
+        "a tool that needs confirmation runs only after it was asked for and given",
+        ("pass them through the existing permission and confirmation boundary",),
+    ),
+    Check(
+        "INV-VALIDATE-ONCE",
+        "business validation exactly once per executed call, never before its terminal event",
+        ("each final call is schema- and business-validated exactly once.",),
+    ),
+    Check(
+        "INV-BOUNDED",
+        "every call the model ends has a last ledger row that means dispatched or not dispatched",
+        ("each buffer has a bounded lifecycle",),
+    ),
+    Check("INV-BOUNDED", "no execution of a call over a byte cap", ("A buffer should have a byte limit",)),
+    Check("INV-LEDGER", "every execution leaves a row that says it was dispatched", (_LEDGER,)),
+    Check("INV-LEDGER", "every refused call leaves a row", (_LEDGER,)),
+    Check("INV-LEDGER", "a call awaiting confirmation leaves a row that says so", (_LEDGER, "await confirmation")),
+    Check(
+        "INV-LEDGER",
+        "a call's last row: its decision means the model's (dispatched, awaiting confirmation, not dispatched)",
+        (_LEDGER,),
+        own="a cancelled and a failed call are both 'not dispatched' (the spec's example writes reject for both)",
+    ),
+    Check("INV-LEDGER", "a call's last row: the stream's terminal reason, a count no lower than accepted", (_LEDGER,)),
+    Check(
+        "INV-LEDGER",
+        "a call's last row: parse ok for a call that parsed, validation ok (or refused at dispatch) for one "
+        "that passed validation, failed for one a business rule refused",
+        (_LEDGER, _DISTINGUISH),
+    ),
+    Check("INV-LEDGER", "every operator control leaves an audit row with a reason and every key it stopped", (_AUDIT,)),
+    Check(
+        "INV-LEDGER",
+        "no argument value in a ledger, audit, log or status line",
+        ("without retaining sensitive argument values in broad logs",),
+    ),
+    Check(
+        "INV-STATUS",
+        "every status word has a known meaning",
+        (_PREPARING, _STATUS_ROUTE),
+        own="the meanings (preparing, awaiting confirmation, done, retry, handoff) and their words; an adapter "
+        "declares its own",
+    ),
+    Check("INV-STATUS", "'done' only once an action of the turn ran", (_STATUS_APART,)),
+    Check(
+        "INV-STATUS",
+        "a stop that leaves a turn with nothing run is followed by a retry or hand-off offer (or one stands)",
+        (_STATUS_ROUTE,),
+    ),
+    Check(
+        "LIVE-DISPATCH",
+        "a completed, valid, current, permitted call is executed, or put up for confirmation",
+        (_CONFIRM_AFTER_VALIDATION,),
+        own="the spec states safety; that a correct call runs is callsafe's reading of an assembler's purpose",
+    ),
+    Check(
+        "LIVE-DISPATCH",
+        "a 'may' is one reading taken whole: validated as reassembled, then never run, is not allowed",
+        ("reject or reassemble by its documented position",),
+    ),
+)
 
 
 def check_all(

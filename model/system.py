@@ -70,6 +70,7 @@ __all__ = [
     "GUARDS",
     "LONE_SURROGATE",
     "MODEL_READING",
+    "READING_SPEC",
     "RESTART_KEEPS",
     "Broadcast",
     "CallRecord",
@@ -156,6 +157,46 @@ PERMITTED: Final = "actor may use the tool"
 CONFIRMED_IF_NEEDED: Final = "confirmed, if the tool needs it"
 
 
+# The spec's sentences the rules below enforce (quoted verbatim, typography aside;
+# tests/test_spec_traceability.py finds each in the spec, and docs/spec-traceability.md
+# is generated from them by callsafe.model.traceability).
+STOPS_ARE_INERT: Final = (
+    "Cancellation, supersession, connection loss, malformed data, unknown tool name, and size limit all move "
+    "the buffer to a non-dispatching terminal state."
+)
+OPERATOR_CONTROL: Final = (
+    "Expose a bounded operator control that can quarantine a response, disable a named tool, or force all "
+    "in-flight buffers for a tenant into inert cancellation."
+)
+OLD_TUPLE: Final = "an old tuple cannot affect a newer turn."
+ENDED_UNDER_PROTOCOL: Final = (
+    "fragments must remain inert until the adapter knows that one call has ended under its protocol."
+)
+OWN_DECLARATION: Final = "Validate each call against its own tool declaration, sequence, size allowance, and policy."
+RENAMED_MID_RELEASE: Final = "a tool renamed mid-release"
+STAY_TERMINAL: Final = "buffers must stay terminal, never become candidates because an adapter reconnects."
+LATE_TERMINAL: Final = (
+    "A late terminal event for a cancelled turn must be rejected by turn ownership, not revived because its JSON "
+    "happens to parse."
+)
+REPEATED_DELTA: Final = (
+    "A repeated delta is a delivery condition, not evidence that the user requested the action twice."
+)
+REJECT_OR_REASSEMBLE: Final = (
+    "If ordering is not guaranteed by a protocol, reject or reassemble by its documented position rather than "
+    "guessing from arrival time."
+)
+BYTE_LIMIT: Final = "A buffer should have a byte limit"
+TERMINAL_ID: Final = "Persist the terminal event ID so reconnect delivery cannot dispatch it twice."
+TERMINAL_PERMITS_PARSING: Final = "A terminal event permits parsing; it does not itself authorize execution."
+DISPATCHER_RECHECK: Final = (
+    "The dispatcher must additionally check the current turn's cancellation and confirmation state at execution time."
+)
+PERMISSION_BOUNDARY: Final = "pass them through the existing permission and confirmation boundary"
+BIND_TURN: Final = "bind them to the active turn and authenticated actor"
+PARSE_ONCE: Final = "Parse the assembled arguments once, enforce the declared schema"
+
+
 @dataclass(frozen=True)
 class Broadcast:
     """When ``event_type`` arrives, every call for which ``selects`` holds receives
@@ -175,6 +216,10 @@ class Broadcast:
     # reaches the calls when the *next* input arrives, not at the event itself (a lasting
     # store fault: the input it meets), and only under the model's reading (failing closed)
     deferred: bool = False
+    # the spec sentences the rule enforces, and, where the spec is silent, callsafe's own
+    # choice in words (the readings it allows instead are in READING_SPEC)
+    spec: tuple[str, ...] = ()
+    own: str = ""
 
 
 def _same_turn(ev: Any, call: CallRecord, _s: SystemState) -> bool:
@@ -201,6 +246,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="user",
         reaches="unfinished calls of that turn",
         breaks=(TURN_LIVE,),
+        spec=(STOPS_ARE_INERT,),
     ),
     Broadcast(
         TurnStarted,
@@ -210,6 +256,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="user",
         reaches="unfinished calls of older turns\nin that tenant's conversation",
         breaks=(TURN_LIVE,),
+        spec=(STOPS_ARE_INERT, OLD_TUPLE),
     ),
     Broadcast(
         Disconnect,
@@ -219,6 +266,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="stream",
         reaches="unfinished calls of that response",
         breaks=(RESPONSE_OPEN,),
+        spec=(STOPS_ARE_INERT,),
     ),
     Broadcast(
         ResponseTerminal,
@@ -228,6 +276,8 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="stream",
         reaches="unfinished calls of that response",
         breaks=(RESPONSE_OPEN,),
+        spec=(ENDED_UNDER_PROTOCOL,),
+        own="a call still collecting when its response ends never ended under its protocol: it fails",
     ),
     Broadcast(
         QuarantineResponse,
@@ -237,6 +287,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="operator",
         reaches="unfinished calls of that response",
         breaks=(NOT_QUARANTINED,),
+        spec=(OPERATOR_CONTROL,),
     ),
     Broadcast(
         DisableTool,
@@ -246,6 +297,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="operator",
         reaches="unfinished calls of that tool",
         breaks=(TOOL_AS_VALIDATED,),
+        spec=(OPERATOR_CONTROL,),
     ),
     Broadcast(
         StopTenant,
@@ -255,6 +307,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="operator",
         reaches="unfinished calls of that tenant",
         breaks=(TURN_LIVE,),
+        spec=(OPERATOR_CONTROL,),
     ),
     Broadcast(
         ToolChanged,
@@ -264,6 +317,8 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="application",
         reaches="unfinished calls of that tool",
         breaks=(TOOL_AS_VALIDATED,),
+        spec=(OWN_DECLARATION, RENAMED_MID_RELEASE),
+        own="the model cancels the calls in flight of a changed tool at the change (keeping them is allowed)",
     ),
     Broadcast(
         Restart,
@@ -272,6 +327,8 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         "interrupted by a restart",
         who="process",
         reaches="every unfinished call\n(buffers are not durable)",
+        spec=(STAY_TERMINAL,),
+        own="buffers are not durable: unfinished calls fail at a restart rather than come back",
     ),
     Broadcast(
         StoreFault,
@@ -284,6 +341,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
             "(failing closed; rolling back is allowed)"
         ),
         deferred=True,
+        own="the spec says nothing of store failure: the model fails closed, as a crash would",
     ),
 )
 
@@ -353,6 +411,8 @@ class Guard:
     checks: tuple[str, ...]
     outcomes: tuple[CallEvent, ...]
     at: State
+    spec: tuple[str, ...] = ()  # the spec sentences it enforces
+    own: str = ""  # where the spec is silent: callsafe's own choice
 
 
 GUARDS: Final[tuple[Guard, ...]] = (
@@ -363,6 +423,8 @@ GUARDS: Final[tuple[Guard, ...]] = (
         (TURN_LIVE, RESPONSE_OPEN, NOT_QUARANTINED),
         (E.OPEN, E.OPEN_BLOCKED),
         State.ABSENT,
+        spec=(LATE_TERMINAL, OPERATOR_CONTROL),
+        own="a call opened in a turn, response or tenant already stopped is cancelled at its opening",
     ),
     Guard(
         "fragment",
@@ -371,6 +433,8 @@ GUARDS: Final[tuple[Guard, ...]] = (
         (NEW_POSITION, WITHIN_CAPS),
         (E.FRAGMENT, E.FRAGMENT_REPEAT, E.FRAGMENT_CONFLICT, E.OVER_LIMIT),
         State.COLLECTING,
+        spec=(REPEATED_DELTA, REJECT_OR_REASSEMBLE, BYTE_LIMIT, STOPS_ARE_INERT),
+        own="a position received again with other bytes fails the call",
     ),
     Guard(
         "terminal",
@@ -379,6 +443,8 @@ GUARDS: Final[tuple[Guard, ...]] = (
         (NEW_TERMINAL_ID, COMPLETED),
         (E.TERMINAL_COMPLETED, E.TERMINAL_STOPPED, E.TERMINAL_REPEAT),
         State.COLLECTING,
+        spec=(TERMINAL_ID, TERMINAL_PERMITS_PARSING, ENDED_UNDER_PROTOCOL),
+        own="only the stop reason completed makes a candidate; length, content_filter and error fail the call",
     ),
     Guard(
         "dispatch",
@@ -387,6 +453,7 @@ GUARDS: Final[tuple[Guard, ...]] = (
         (PERMITTED, TURN_LIVE, NOT_QUARANTINED, TOOL_AS_VALIDATED, CONFIRMED_IF_NEEDED),
         (E.DISPATCH, E.AWAIT_CONFIRMATION, E.DISPATCH_BLOCKED),
         State.VALIDATED,
+        spec=(DISPATCHER_RECHECK, PERMISSION_BOUNDARY, BIND_TURN),
     ),
 )
 
@@ -689,6 +756,25 @@ class Reading:
 
 
 MODEL_READING: Final = Reading()
+
+# Each reading the oracle allows: the spec sentences that leave the choice open (verbatim),
+# and the choice in words. tests/test_spec_traceability.py keeps the keys equal to the
+# fields of Reading.
+READING_SPEC: Final[dict[str, tuple[tuple[str, ...], str]]] = {
+    "reject_out_of_order": ((REJECT_OR_REASSEMBLE,), "a fragment below a position already received fails the call"),
+    "count_after_end": ((BYTE_LIMIT,), "bytes that arrive for a call that ended count against its turn's cap"),
+    "lone_surrogate_escapes": ((STOPS_ARE_INERT,), "a lone surrogate escape is a code point, not malformed data"),
+    "store_fault_rolls_back": ((), "an input met by a lasting store fault is rolled back, not failed closed"),
+    "reject_repeats": ((REJECT_OR_REASSEMBLE, REPEATED_DELTA), "a repeated position fails the call"),
+    "refuse_unknown_at_open": (
+        (STOPS_ARE_INERT,),
+        "a call for an unknown or disabled tool is cancelled at its opening",
+    ),
+    "keep_calls_across_catalog_change": (
+        (OWN_DECLARATION, RENAMED_MID_RELEASE),
+        "a catalog change stops no call; each validates against the catalog as it stands",
+    ),
+}
 
 
 @dataclass(frozen=True)
