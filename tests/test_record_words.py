@@ -169,3 +169,14 @@ def test_preparing_after_a_retry_offer_passes_and_is_shown() -> None:
     assert variant.violated == set(), variant.judgement.explain()
     shown = [o.status for o in variant.run.observations if isinstance(o, StatusShown)]
     assert shown[:3] == ["preparing", "retry", "preparing"]
+
+
+def test_a_target_with_an_unreadable_declaration_is_refused_before_it_runs() -> None:
+    from callsafe.certify.targets import TargetSpecError, check_target
+
+    class Garbled(DeclaredWords):
+        record_words: ClassVar[Mapping[str, Mapping[str, str]]] = {"decision": {"sent": "launched"}}
+
+    with pytest.raises(TargetSpecError, match="record_words"):
+        check_target(Garbled(), "garbled")
+    check_target(DeclaredWords(), "declared")  # a readable one passes
