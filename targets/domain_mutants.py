@@ -46,7 +46,7 @@ from callsafe.model.vocabulary import (
     TurnStarted,
 )
 from callsafe.reference_impl.core import Core
-from callsafe.reference_impl.effects import Effect, Log, RecordDisabledTool, SetTurnStatus, Status
+from callsafe.reference_impl.effects import Effect, Log, RecordDisabledTool, RecordDisplay, SetTurnStatus, Status
 from callsafe.reference_impl.store import Snapshot
 from callsafe.targets.mutants import Ident, _ident, _Mutant
 
@@ -795,8 +795,10 @@ class DeclaredWords(_Reworded):
 class _PreparingEachCallCore(Core):
     def _show(self, turn: Any, status: str, effects: list[Effect]) -> None:
         if status == "preparing" and turn.stopped and not turn.executed and turn.shown != status:
-            # a new call after a retry offer: "preparing" is true again (the offer stands)
+            # a new call after a retry offer: "preparing" is true again; what is on screen
+            # is durable, so a restart knows the offer no longer is
             turn.shown = status
+            effects.append(RecordDisplay(turn.turn, status, turn.stopped, turn.executed))
             effects.append(Status(turn.turn, status))
             return
         super()._show(turn, status, effects)
