@@ -38,6 +38,7 @@ from callsafe.generators.needs import needed_capabilities
 from callsafe.model.invariants import INVARIANTS
 from callsafe.model.lifecycle import CallEvent
 from callsafe.model.oracle import Oracle, judge
+from callsafe.model.record_words import record_words_of
 from callsafe.model.vocabulary import Disconnect, Observation, Trace
 from callsafe.providers.adversities import WireTrace
 
@@ -118,7 +119,7 @@ def run_checked(
         hang = TargetError("hang", "factory", str(timeout_in_factory), None, timeout_in_factory.stack)
         return _stopped(Run(trace, errors=[hang]), capabilities)
     oracle = judge(trace)
-    judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
+    judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle, record_words_of(target))
     return Checked(trace, missing, run, oracle, judgement)
 
 

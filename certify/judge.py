@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 from callsafe.certify.target_errors import TargetError
 from callsafe.model.invariants import BY_ID, INVARIANTS, check_all, invariant_for_refusal
 from callsafe.model.oracle import Oracle, judge
+from callsafe.model.record_words import DEFAULT_WORDS, RecordWords
 from callsafe.model.vocabulary import CallKey, Executed, Observation, Trace
 
 __all__ = ["Finding", "Judgement", "judge_observations", "oracle_findings"]
@@ -189,13 +190,15 @@ def judge_observations(
     capabilities: Iterable[str],
     errors: Sequence[TargetError] = (),
     oracle: Oracle | None = None,
+    words: RecordWords = DEFAULT_WORDS,
 ) -> Judgement:
     """Judge one run of ``trace``: every invariant's findings, or None where the target's
     ``capabilities`` make it not applicable; on a run with target ``errors``, liveness
-    findings are set aside (see :class:`Judgement`)."""
+    findings are set aside (see :class:`Judgement`). ``words``: what the target's record
+    words mean (its declared ``record_words`` over the defaults)."""
     caps = frozenset(capabilities)
     oracle = oracle or judge(trace)
-    checked = check_all(trace, observations, caps, oracle=oracle)
+    checked = check_all(trace, observations, caps, oracle=oracle, words=words)
     results: dict[str, list[Finding] | None] = {}
     for inv in INVARIANTS:
         found = checked.get(inv.id)

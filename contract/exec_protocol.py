@@ -34,6 +34,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from callsafe.model.record_words import Dispatch, Result, StatusMeaning
+
 __all__ = [
     "FROM_HARNESS",
     "FROM_TARGET",
@@ -112,6 +114,17 @@ _KEY = {
     "additionalProperties": False,
 }
 
+# What the program's record words mean (callsafe.model.record_words): per section, word ->
+# meaning, added to the built-in words (callsafe's and the spec's own).
+_RECORD_WORDS: Final = {
+    "type": "object",
+    "properties": {
+        section: {"type": "object", "additionalProperties": {"enum": [m.value for m in meanings]}}
+        for section, meanings in (("decision", Dispatch), ("status", StatusMeaning), ("result", Result))
+    },
+    "additionalProperties": False,
+}
+
 _TARGET_MESSAGES: Final = {
     "init_ok": _message(
         "init_ok",
@@ -123,7 +136,12 @@ _TARGET_MESSAGES: Final = {
             "reads": _STR,
             "capabilities": {"type": "array", "items": _STR},
         },
-        {"process_per_trace": {"type": "boolean"}, "wire": {"enum": ["stdio", "http"]}, "acks": {"type": "boolean"}},
+        {
+            "process_per_trace": {"type": "boolean"},
+            "wire": {"enum": ["stdio", "http"]},
+            "acks": {"type": "boolean"},
+            "record_words": _RECORD_WORDS,
+        },
     ),
     "execute": _message(
         "execute",

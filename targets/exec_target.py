@@ -56,6 +56,7 @@ from callsafe.contract.exec_protocol import (
     encode,
 )
 from callsafe.contract.target import CAPABILITIES, TargetEnv
+from callsafe.model.record_words import DEFAULT_WORDS, RecordWordsError
 from callsafe.model.vocabulary import (
     CallKey,
     Disconnect,
@@ -116,6 +117,8 @@ class Handshake:
     process_per_trace: bool = False
     wire: str = "stdio"
     acks: bool = False  # over HTTP: it says (``read``) when its SDK has handled each event
+    # what its ledger and status words mean (callsafe.model.record_words), over the defaults
+    record_words: Mapping[str, Any] | None = None
     error: str | None = None  # the handshake failed: why (the target is then reported on every trace)
 
 
@@ -301,6 +304,12 @@ def _handshake(message: Mapping[str, Any]) -> Handshake:
     acks = message.get("acks", False)
     if not isinstance(acks, bool):
         raise ProtocolError(f"'acks' must be true or false, got {acks!r}")
+    words = message.get("record_words")
+    if words is not None:
+        try:
+            DEFAULT_WORDS.with_declared(words)
+        except RecordWordsError as exc:
+            raise ProtocolError(str(exc)) from None
     return Handshake(
         name,
         reads,
@@ -309,6 +318,7 @@ def _handshake(message: Mapping[str, Any]) -> Handshake:
         bool(message.get("process_per_trace", False)),
         str(wire),
         acks,
+        record_words=words,
     )
 
 
@@ -392,6 +402,7 @@ class ExecTarget:
         self.name = handshake.name
         self.protocol = handshake.reads
         self.capabilities = handshake.capabilities
+        self.record_words = handshake.record_words
         self.protocol_version = VERSION
         # Over HTTP the program's SDK makes a new request after a dropped connection: a
         # response's next events are the body of that request (certify.wire: reconnects).
