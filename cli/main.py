@@ -344,7 +344,6 @@ def certify_cmd(
     from callsafe.certify.targets import TargetSpecError
     from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT
     from callsafe.model.vocabulary import TraceFormatError
-    from callsafe.reporting.report import write_reports
 
     if scheduler:
         from callsafe.certify.distributed import dask_available
@@ -391,9 +390,7 @@ def certify_cmd(
         raise click.ClickException(str(exc)) from None
 
     out_dir = report_dir or _default_report_dir(target)
-    reports = write_reports(cert, out_dir, junit)
-    _print_certification(cert, target, seed, out_dir)
-    console.print(f"reports: {reports.json}, {reports.html}, {reports.junit}", markup=False)
+    _summarise(cert, target, seed, out_dir, junit)
     verdict = {
         "pass": "[green]certified: no invariant violated[/green]",
         "fail": f"[bold red]not certified: {', '.join(cert.violated)} violated[/bold red]",
@@ -458,6 +455,43 @@ class _progress:
             self.err.print(f"progress: {generator} {done}{of} traces, {now - self.started:.0f} s", markup=False)
 
 
+def _summarise(cert: Any, target: str, seed: int, out_dir: Path, junit: Path | None) -> None:
+    """Write the reports and print the console's account; the verdict is already made,
+    so a failure here (a report folder that cannot be written, a summary that breaks on an
+    odd trace) is said on stderr and never becomes the exit status: ``certify_cmd`` exits
+    with ``cert.exit_code`` whatever happens here."""
+    from callsafe.reporting.report import write_reports
+
+    try:
+        reports = write_reports(cert, out_dir, junit)
+    except Exception as exc:  # the verdict must survive a report that cannot be written
+        _summary_failed("the reports could not be written", exc)
+    else:
+        try:
+            _print_certification(cert, target, seed, out_dir)
+        except Exception as exc:  # the verdict must survive a summary that breaks
+            _summary_failed("the console summary broke", exc)
+        console.print(f"reports: {reports.json}, {reports.html}, {reports.junit}", markup=False)
+
+
+def _summary_failed(what: str, exc: Exception) -> None:
+    err = SafeConsole(stderr=True, highlight=False)
+    err.print(
+        f"callsafe: {what} ({type(exc).__name__}: {exc}); the verdict below and the exit status stand",
+        markup=False,
+    )
+
+
+def _events_key(trace: Any) -> str:
+    """A trace's events as canonical JSON: a key for "the same story" that events holding
+    a schema (a mapping, unhashable) can have too."""
+    import json
+
+    from callsafe.model.vocabulary import event_to_json
+
+    return json.dumps([event_to_json(e) for e in trace.events], sort_keys=True, default=repr)
+
+
 def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> None:
     """The console's account of a run: invariants, generators, coverage, counterexamples
     (one block per story: the same events shown once, with every invariant they break),
@@ -509,10 +543,10 @@ def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> No
     )
     execution = cert.execution.summary()
     console.print(f"[yellow]{escape(execution)}[/yellow]" if cert.execution.rerun_partitions else escape(execution))
-    stories: dict[tuple[Any, ...], list[tuple[str, Any]]] = {}
+    stories: dict[str, list[tuple[str, Any]]] = {}
     for inv_id, ces in sorted(cert.counterexamples.items()):
         for ce in ces:
-            stories.setdefault(tuple(ce.minimal.events), []).append((inv_id, ce))
+            stories.setdefault(_events_key(ce.minimal), []).append((inv_id, ce))
     for shown in stories.values():
         inv_id, ce = shown[0]
         also = [i for i, _ in shown[1:]]
