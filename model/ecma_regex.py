@@ -212,7 +212,7 @@ ECMA_KEYWORDS: Final = {
 def _extended(base: Any) -> Any:
     import jsonschema
 
-    return jsonschema.validators.extend(base, ECMA_KEYWORDS)
+    return jsonschema.validators.extend(base, ECMA_KEYWORDS)  # type: ignore[no-untyped-call]
 
 
 def validator_class(schema: Mapping[str, Any]) -> Any:

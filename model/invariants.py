@@ -238,13 +238,15 @@ def check_terminal(ctx: Context) -> Iterable[Violation]:
     yield from _refused_executions(ctx, "INV-TERMINAL")
 
 
-def _terminal_story(ctx: Context, ex: Executed, completed_at: int | None) -> str:
+def _terminal_story(
+    ctx: Context, ex: Executed | BusinessValidated, completed_at: int | None, verb: str = "executed"
+) -> str:
     """What the trace did with the call's terminal event, for an execution INV-TERMINAL
     blames: it came later, it never came, or it came but did not complete the call (a
     stop reason other than completed, or a terminal the model did not take, say after the
     response's end), so that the message is true of the trace it is shown on."""
     if completed_at is not None:
-        return f"executed at step {ex.step}, before the call's own completed terminal event (step {completed_at})"
+        return f"{verb} at step {ex.step}, before the call's own completed terminal event (step {completed_at})"
     key = ex.key
     own = [
         (i, e)
@@ -255,12 +257,12 @@ def _terminal_story(ctx: Context, ex: Executed, completed_at: int | None) -> str
     verdict = ctx.verdict(key)
     why = f" (the model: {verdict.reason})" if verdict is not None and verdict.reason else ""
     if not own:
-        return f"executed, but the call's own terminal event never arrived{why}"
+        return f"{verb}, but the call's own terminal event never arrived{why}"
     at, terminal = own[0]
     when = "after" if at < ex.step else "before"
     if terminal.reason != "completed":
-        return f"executed {when} the call's terminal event (step {at}), whose stop reason is {terminal.reason!r}{why}"
-    return f"executed {when} the call's terminal event (step {at}), which did not complete the call{why}"
+        return f"{verb} {when} the call's terminal event (step {at}), whose stop reason is {terminal.reason!r}{why}"
+    return f"{verb} {when} the call's terminal event (step {at}), which did not complete the call{why}"
 
 
 def check_exact_args(ctx: Context) -> Iterable[Violation]:
@@ -390,9 +392,8 @@ def check_validate_once(ctx: Context) -> Iterable[Violation]:
                 yield Violation("INV-VALIDATE-ONCE", "business-validated more than once", obs.key, obs.step)
             candidate_at = ctx.first_step(obs.key, E.TERMINAL_COMPLETED)
             if candidate_at is None or obs.step < candidate_at:
-                yield Violation(
-                    "INV-VALIDATE-ONCE", "validated before the call's own completed terminal event", obs.key, obs.step
-                )
+                story = _terminal_story(ctx, obs, candidate_at, "validated")
+                yield Violation("INV-VALIDATE-ONCE", story, obs.key, obs.step)
         elif isinstance(obs, Executed) and seen[obs.key] != 1:
             yield Violation(
                 "INV-VALIDATE-ONCE",

@@ -112,3 +112,29 @@ def test_a_cause_blanks_what_varies_between_traces_of_it() -> None:
     from callsafe.certify.judge import message_shape
 
     assert message_shape("executed tool 'pay' at step 3 with {'a': [1]}") == "executed tool _ at step # with _"
+
+
+def test_inv_terminal_says_what_happened_to_the_terminal_event() -> None:
+    """A call run on its first parse: before a terminal event that came (with its step),
+    before one whose stop reason is not completed, or with none at all; never "before the
+    completed terminal event" for a call that had none."""
+    from callsafe.certify.harness import run_traces
+    from callsafe.generators.catalog import LOOKUP
+    from callsafe.model.builder import TraceBuilder
+    from callsafe.model.vocabulary import ToolSpec
+
+    def message(reason: str | None) -> str:
+        b = TraceBuilder(tools={"lookup": ToolSpec(schema=LOOKUP)}).turn("t1").open("a", "lookup")
+        b.fragment("a", '{"q":"x"}')
+        if reason is not None:
+            b.terminal("a", reason)  # type: ignore[arg-type]
+        checked = run_traces("callsafe.targets.mutants:dispatch_on_parse", [b.build()])[0]
+        return checked.judgement.of("INV-TERMINAL")[0].message
+
+    assert message("completed").startswith(
+        "executed at step 2, before the call's own completed terminal event (step 3)"
+    )
+    assert message("length").startswith(
+        "executed before the call's terminal event (step 3), whose stop reason is 'length'"
+    )
+    assert message(None).startswith("executed, but the call's own terminal event never arrived")
