@@ -279,6 +279,8 @@ class Example:
     generator: str
     trace: Trace
     findings: list[Finding]
+    cause: str = ""  # the cause it was kept for (Finding.cause); "" for any finding of the invariant
+    traces: int = 1  # violating traces with this cause, this one included
 
 
 @dataclass
@@ -298,3 +300,13 @@ class Counterexample:
     calls: list[Call] = field(default_factory=list)  # what the validator and executor got and answered
     merged: int = 1  # counterexamples with this finding on these decisive events, shown as this one
     reading: str = ""  # a wire run judged under another defensible reading of its stream (wire_readings)
+    cause: str = ""  # the distinct cause it shows (Finding.cause): one counterexample per cause
+    traces: int = 1  # violating traces with that cause
+
+    @property
+    def about(self) -> str:
+        """ "action" or "records": the section of the finding it was kept for."""
+        for f in self.findings:
+            if not self.cause or f.cause == self.cause:
+                return f.about
+        return "action"

@@ -30,6 +30,7 @@ from callsafe.model.vocabulary import (
     AuditRow,
     BusinessValidated,
     CallKey,
+    CallTerminal,
     CancelTurn,
     Confirm,
     ConfirmationRequested,
@@ -46,6 +47,7 @@ from callsafe.model.vocabulary import (
 
 __all__ = [
     "INVARIANTS",
+    "About",
     "Invariant",
     "Violation",
     "check_all",
@@ -53,6 +55,10 @@ __all__ = [
 ]
 
 Kind = Literal["safety", "liveness"]
+# What a finding is about (the spec: "Test visible status separately from action safety"):
+# "action", what reached the executor, the validators and the user's confirmation prompt;
+# "records", what the target wrote down (ledger rows, audit entries, logs, the status).
+About = Literal["action", "records"]
 E = CallEvent
 
 
@@ -65,6 +71,7 @@ class Violation:
     key: CallKey | None = None
     step: int | None = None
     kind: Kind = "safety"
+    about: About | None = None  # None: the invariant's own (Invariant.about)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -168,6 +175,10 @@ class Invariant:
     kind: Kind
     check: Checker
     needs: frozenset[str] = frozenset()
+    # What its findings are about, the first unless a finding says otherwise
+    # (Violation.about): INV-BOUNDED is about actions (a call over a cap ran) and, for its
+    # ledger check (every buffer reaches a terminal state), records.
+    about: tuple[About, ...] = ("action",)
 
 
 # --------------------------------------------------------------------------------------
@@ -228,8 +239,35 @@ def check_terminal(ctx: Context) -> Iterable[Violation]:
             continue
         candidate_at = ctx.first_step(ex.key, E.TERMINAL_COMPLETED)
         if candidate_at is None or ex.step < candidate_at:
-            yield Violation("INV-TERMINAL", "executed before the call's own completed terminal event", ex.key, ex.step)
+            yield Violation("INV-TERMINAL", _terminal_story(ctx, ex, candidate_at), ex.key, ex.step)
     yield from _refused_executions(ctx, "INV-TERMINAL")
+
+
+def _terminal_story(
+    ctx: Context, ex: Executed | BusinessValidated, completed_at: int | None, verb: str = "executed"
+) -> str:
+    """What the trace did with the call's terminal event, for an execution INV-TERMINAL
+    blames: it came later, it never came, or it came but did not complete the call (a
+    stop reason other than completed, or a terminal the model did not take, say after the
+    response's end), so that the message is true of the trace it is shown on."""
+    if completed_at is not None:
+        return f"{verb} at step {ex.step}, before the call's own completed terminal event (step {completed_at})"
+    key = ex.key
+    own = [
+        (i, e)
+        for i, e in enumerate(ctx.trace.delivered())
+        if isinstance(e, CallTerminal)
+        and (e.turn, e.response, e.item, e.call) == (key.turn, key.response, key.item, key.call)
+    ]
+    verdict = ctx.verdict(key)
+    why = f" (the model: {verdict.reason})" if verdict is not None and verdict.reason else ""
+    if not own:
+        return f"{verb}, but the call's own terminal event never arrived{why}"
+    at, terminal = own[0]
+    when = "after" if at < ex.step else "before"
+    if terminal.reason != "completed":
+        return f"{verb} {when} the call's terminal event (step {at}), whose stop reason is {terminal.reason!r}{why}"
+    return f"{verb} {when} the call's terminal event (step {at}), which did not complete the call{why}"
 
 
 def check_exact_args(ctx: Context) -> Iterable[Violation]:
@@ -306,6 +344,21 @@ def check_cancel(ctx: Context) -> Iterable[Violation]:
     yield from _refused_executions(ctx, "INV-CANCEL")
 
 
+def _confirmation_story(ctx: Context, key: CallKey, step: int, validated_at: int | None) -> str:
+    """What the model did with a call put up for confirmation too early: it passed
+    validation later, or never (then the model's reason says why: a refusal, a stop, a
+    schema failure), so that a denied or refused call is not said to have been put up
+    "before" a validation it never had."""
+    if validated_at is not None:
+        return (
+            f"put up for confirmation at step {step}, before it completed and passed schema and business "
+            f"validation (step {validated_at})"
+        )
+    verdict = ctx.verdict(key)
+    why = f": {verdict.reason}" if verdict is not None and verdict.reason else ""
+    return f"put up for confirmation, but it never passed schema and business validation in the model{why}"
+
+
 def check_confirm(ctx: Context) -> Iterable[Violation]:
     requested: set[CallKey] = set()
     order: list[Observation] = list(ctx.observations)
@@ -321,10 +374,7 @@ def check_confirm(ctx: Context) -> Iterable[Violation]:
             validated_at = ctx.first_step(obs.key, E.VALID)
             if validated_at is None or obs.step < validated_at:
                 yield Violation(
-                    "INV-CONFIRM",
-                    "put up for confirmation before it completed and passed schema and business validation",
-                    obs.key,
-                    obs.step,
+                    "INV-CONFIRM", _confirmation_story(ctx, obs.key, obs.step, validated_at), obs.key, obs.step
                 )
         elif isinstance(obs, Executed):
             record = ctx.record(obs.key)
@@ -347,9 +397,8 @@ def check_validate_once(ctx: Context) -> Iterable[Violation]:
                 yield Violation("INV-VALIDATE-ONCE", "business-validated more than once", obs.key, obs.step)
             candidate_at = ctx.first_step(obs.key, E.TERMINAL_COMPLETED)
             if candidate_at is None or obs.step < candidate_at:
-                yield Violation(
-                    "INV-VALIDATE-ONCE", "validated before the call's own completed terminal event", obs.key, obs.step
-                )
+                story = _terminal_story(ctx, obs, candidate_at, "validated")
+                yield Violation("INV-VALIDATE-ONCE", story, obs.key, obs.step)
         elif isinstance(obs, Executed) and seen[obs.key] != 1:
             yield Violation(
                 "INV-VALIDATE-ONCE",
@@ -375,6 +424,7 @@ def check_bounded(ctx: Context) -> Iterable[Violation]:
                     "the call's buffer never reached a terminal state in the ledger "
                     f"(model: {record.state.value}, ledger: {_said(row, meaning)})",
                     record.key,
+                    about="records",
                 )
 
 
@@ -749,6 +799,7 @@ INVARIANTS: Final[tuple[Invariant, ...]] = (
         "safety",
         check_bounded,
         frozenset({"ledger"}),
+        about=("action", "records"),
     ),
     Invariant(
         "INV-LEDGER",
@@ -761,6 +812,7 @@ INVARIANTS: Final[tuple[Invariant, ...]] = (
         "safety",
         check_ledger,
         frozenset({"ledger"}),
+        about=("records",),
     ),
     Invariant(
         "INV-STATUS",
@@ -770,6 +822,7 @@ INVARIANTS: Final[tuple[Invariant, ...]] = (
         "safety",
         check_status,
         frozenset({"status"}),
+        about=("records",),
     ),
     Invariant(
         "LIVE-DISPATCH",

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import jsonschema
 
+from callsafe.model.ecma_regex import validator_class
 from callsafe.model.lifecycle import (
     NON_DISPATCHING,
     TERMINAL_STATES,
@@ -639,7 +640,7 @@ def _validator(schema: Mapping[str, Any]) -> Any:
     if entry is None or entry[0] is not schema:
         if len(_VALIDATORS) >= _VALIDATORS_MAX:
             _VALIDATORS.clear()
-        entry = (schema, jsonschema.validators.validator_for(schema)(schema))
+        entry = (schema, validator_class(schema)(schema))
         _VALIDATORS[id(schema)] = entry
     return entry[1]
 
