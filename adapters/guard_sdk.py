@@ -25,7 +25,8 @@ import argparse
 import sys
 from typing import Any
 
-from callsafe.adapters.stdio import serve
+from callsafe.adapters.http_reads import reporting_client
+from callsafe.adapters.stdio import read_reporter, serve
 from callsafe.contract.target import Target
 from callsafe.guard import ClosedGuard, GuardError
 from callsafe.model.vocabulary import Disconnect, Event
@@ -70,7 +71,10 @@ class GuardSDKProgram(GuardTarget):
             print(f"guard-sdk: the stream ended with {type(exc).__name__}", file=sys.stderr)
 
     def _request(self, base_url: str) -> Any:
-        """The request an agent makes, with the catalog as its ``tools=``."""
+        """The request an agent makes, with the catalog as its ``tools=``. Its HTTP client
+        reports how far it has read each body (``read`` {bytes}), so that callsafe delivers a
+        control event only after the program has handled the stream bytes before it in the
+        trace (``docs/target-protocol.md``, "Order")."""
         catalog = self.guard.tools if self.guard is not None else {}
         schemas = {name: dict(spec.schema) for name, spec in catalog.items()}
         messages: Any = [{"role": "user", "content": "go"}]
@@ -78,13 +82,15 @@ class GuardSDKProgram(GuardTarget):
             import anthropic
 
             tools: Any = [{"name": name, "input_schema": schema} for name, schema in schemas.items()]
-            client = anthropic.Anthropic(base_url=base_url, max_retries=0)
+            client = anthropic.Anthropic(
+                base_url=base_url, max_retries=0, http_client=reporting_client("anthropic", read_reporter())
+            )
             return client.messages.create(
                 model="claude-sonnet-4-5", max_tokens=1024, messages=messages, tools=tools, stream=True
             )
         import openai
 
-        oa = openai.OpenAI(base_url=base_url, max_retries=0)
+        oa = openai.OpenAI(base_url=base_url, max_retries=0, http_client=reporting_client("openai", read_reporter()))
         if self.protocol == "openai-responses":
             tools = [{"type": "function", "name": n, "parameters": s, "strict": False} for n, s in schemas.items()]
             return oa.responses.create(model="gpt-4.1", input="go", tools=tools, stream=True)
@@ -101,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     def factory() -> Target:
         return GuardSDKProgram(args.store, args.protocol)
 
-    return serve(factory, wire="http")
+    return serve(factory, wire="http", acks="bytes")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from callsafe.model.vocabulary import (
     observation_to_json,
 )
 
-__all__ = ["Crash", "serve"]
+__all__ = ["Crash", "read_reporter", "serve"]
 
 
 class Crash(BaseException):
@@ -59,12 +59,15 @@ class _Server:
         stdout: IO[bytes],
         process_per_trace: bool,
         wire: str,
+        acks: bool | str = False,
     ) -> None:
         self.factory = factory
         self.stdin = stdin
         self.stdout = stdout
         self.process_per_trace = process_per_trace
         self.wire = wire
+        self.acks = acks
+        self.reported = (-1, False)
         self.target: Target | None = None
         self.step = -1
         self.tools: dict[str, ToolSpec] = {}
@@ -94,6 +97,15 @@ class _Server:
                 self.inbox.put(None)
                 return
         self.inbox.put(None)
+
+    def report_read(self, read: int, closed: bool) -> None:
+        """``read`` {bytes, closed}: how far the program's SDK has handled the body it reads
+        (``adapters.http_reads``); sent only when it says something new."""
+        with self.write_lock:
+            if (read, closed) == self.reported:
+                return
+            self.reported = (read, closed)
+        self.send({"type": "read", "bytes": read, "closed": closed})
 
     def next_message(self) -> dict[str, Any] | None:
         message = self.inbox.get()
@@ -167,6 +179,7 @@ class _Server:
             elif kind == "end_stream":
                 self._target().end_stream()
             elif kind == "stream":
+                self.reported = (-1, False)
                 self._stream(mid, str(message["base_url"]))
                 return  # answered when the stream's thread ends
             elif kind == "restart":
@@ -268,6 +281,7 @@ class _Server:
                 "capabilities": sorted(probe.capabilities - {"store_faults"}),
                 "process_per_trace": self.process_per_trace,
                 "wire": self.wire,
+                **({"acks": self.acks} if self.acks else {}),
             }
         )
 
@@ -277,6 +291,7 @@ def serve(
     *,
     process_per_trace: bool = False,
     wire: str = "stdio",
+    acks: bool | str = False,
     stdin: IO[bytes] | None = None,
     stdout: IO[bytes] | None = None,
 ) -> int:
@@ -286,5 +301,20 @@ def serve(
     out = stdout if stdout is not None else sys.stdout.buffer
     if stdout is None:
         sys.stdout = sys.stderr  # a stray print() must not corrupt the message stream
-    server = _Server(factory, stdin if stdin is not None else sys.stdin.buffer, out, process_per_trace, wire)
+    global _ACTIVE
+    server = _Server(factory, stdin if stdin is not None else sys.stdin.buffer, out, process_per_trace, wire, acks)
+    _ACTIVE = server
     return server.loop()
+
+
+_ACTIVE: _Server | None = None
+
+
+def read_reporter() -> Callable[[int, bool], None]:
+    """What a program's HTTP client reports its reads through
+    (:class:`callsafe.adapters.http_reads.ReadReportingTransport`): the ``read`` message of
+    the program this process serves (``serve(..., acks="bytes")``), or nothing outside one."""
+    server = _ACTIVE
+    if server is None or server.acks != "bytes":
+        return lambda read, closed: None
+    return server.report_read

@@ -22,7 +22,11 @@ program that says ``"acks": true`` in ``init_ok`` tells it: ``read`` {events: N}
 handled the first N events of the current stream (after whatever it ran for them), and
 callsafe waits for that before it moves to the next step, so that what the program did for a
 payload is recorded at that payload's step however slow the machine is; without acks it
-waits for a quiet window (``CALLSAFE_EXEC_SETTLE``).
+waits for a quiet window (``CALLSAFE_EXEC_SETTLE``). A program may count what it handled
+in body bytes instead (``read`` {bytes: N}: its HTTP client asks for bytes past the first N
+only once everything those N carried has been handled), which needs no knowledge of the
+SDK's events: callsafe then holds every later step, a control event included, until the
+program has read past the bytes written before it (``docs/target-protocol.md``, "Order").
 Validation nests: while the program waits for a ``validation`` answer, callsafe may send it
 the events that arrive "during validation" (each answered with its own ``done``) or a
 ``restart`` (the process crashed inside the validator: the program unwinds and restarts).
@@ -139,7 +143,7 @@ _TARGET_MESSAGES: Final = {
         {
             "process_per_trace": {"type": "boolean"},
             "wire": {"enum": ["stdio", "http"]},
-            "acks": {"type": "boolean"},
+            "acks": {"enum": [True, False, "bytes"]},
             "record_words": _RECORD_WORDS,
         },
     ),
@@ -154,7 +158,20 @@ _TARGET_MESSAGES: Final = {
         {"observation": {"type": "object", "minProperties": 1, "maxProperties": 1}},
     ),
     "log": _message("log", {"text": _STR}),
-    "read": _message("read", {"events": {"type": "integer", "minimum": 0}}),
+    # ``events`` (events handled) or ``bytes`` (body bytes handled; ``closed``: the program
+    # stopped reading this body); at least one of the two, checked where it is read.
+    "read": {
+        **_message(
+            "read",
+            {},
+            {
+                "events": {"type": "integer", "minimum": 0},
+                "bytes": {"type": "integer", "minimum": 0},
+                "closed": {"type": "boolean"},
+            },
+        ),
+        "anyOf": [{"required": ["events"]}, {"required": ["bytes"]}],
+    },
     "done": _message("done", {"id": _ID}, {"error": {"type": ["string", "null"]}}),
 }
 

@@ -130,6 +130,15 @@ def _route(path: str) -> str | None:
     return None
 
 
+def _write_delay() -> float:
+    """Seconds before each piece of a live stream is written: latency injected by tests
+    (``CALLSAFE_LOOPBACK_WRITE_DELAY``, read per stream), which must change no verdict."""
+    try:
+        return max(0.0, float(os.environ.get("CALLSAFE_LOOPBACK_WRITE_DELAY", "0")))
+    except ValueError:
+        return 0.0
+
+
 class LiveStream:
     """A response fed payload by payload while the harness runs a trace: one HTTP body,
     served to the first request for its protocol."""
@@ -139,10 +148,13 @@ class LiveStream:
         self.protocol = protocol
         self.queue: asyncio.Queue[bytes | BaseException] = asyncio.Queue()
         self.count = 0
+        self.sent = 0  # body bytes pushed so far: what a program acknowledging bytes must read past
         self.abandoned = False  # the program's handler ended without requesting it: never served
         self.served = False
 
     def _put(self, item: bytes | BaseException) -> None:
+        if isinstance(item, bytes):
+            self.sent += len(item)
         self.server.loop.call_soon_threadsafe(self.queue.put_nowait, item)
 
     def push(self, payload: Mapping[str, Any]) -> None:
@@ -164,8 +176,11 @@ class LiveStream:
         self._put(_Dropped("the trace disconnects here"))
 
     async def serve(self, send: Send) -> None:
+        delay = _write_delay()
         while True:
             item = await self.queue.get()
+            if delay:
+                await asyncio.sleep(delay)  # injected latency (tests): the order must not depend on it
             if isinstance(item, BaseException):
                 raise item
             if item == _END:

@@ -116,7 +116,10 @@ class Handshake:
     version: int
     process_per_trace: bool = False
     wire: str = "stdio"
-    acks: bool = False  # over HTTP: it says (``read``) when its SDK has handled each event
+    # Over HTTP: it says (``read``) what its SDK has handled: ``True`` counts events (the
+    # harness waits up to CALLSAFE_EXEC_READ_TIMEOUT), ``"bytes"`` counts body bytes and the
+    # harness holds every later step until the program has read past them (the order).
+    acks: bool | str = False
     # what its ledger and status words mean (callsafe.model.record_words), over the defaults
     record_words: Mapping[str, Any] | None = None
     error: str | None = None  # the handshake failed: why (the target is then reported on every trace)
@@ -302,8 +305,8 @@ def _handshake(message: Mapping[str, Any]) -> Handshake:
     if wire not in ("stdio", "http"):
         raise ProtocolError(f"'wire' must be 'stdio' or 'http', got {wire!r}")
     acks = message.get("acks", False)
-    if not isinstance(acks, bool):
-        raise ProtocolError(f"'acks' must be true or false, got {acks!r}")
+    if not isinstance(acks, bool) and acks != "bytes":
+        raise ProtocolError(f"'acks' must be true, false or \"bytes\", got {acks!r}")
     words = message.get("record_words")
     if words is not None:
         try:
@@ -389,6 +392,9 @@ class _Trace:
     stream_id: int | None = None
     finished_streams: set[int] = field(default_factory=set)
     read_events: int = 0  # what the program acknowledged of the open stream (``read``)
+    read_bytes: int = 0  # the same in body bytes (``read`` {bytes})
+    read_closed: bool = False  # it stopped reading the open stream's body (``read`` {closed})
+    validating: int = 0  # nested inside the program's ``validate``: its reader may be the one waiting
 
 
 class ExecTarget:
@@ -609,7 +615,11 @@ class ExecTarget:
             arguments = message["arguments"]
             if not isinstance(arguments, dict):
                 raise ProtocolError("'validate' needs the arguments as an object")
-            reason = env.business_validator(CallKey.from_json(message["key"]), _text(message, "tool"), arguments)
+            trace.validating += 1
+            try:
+                reason = env.business_validator(CallKey.from_json(message["key"]), _text(message, "tool"), arguments)
+            finally:
+                trace.validating -= 1
             if not trace.failed:
                 try:
                     trace.process.send({"type": "validation", "id": message["id"], "reason": reason})
@@ -620,10 +630,15 @@ class ExecTarget:
         elif kind == "log":
             env.observe(LogLine(env.step(), _text(message, "text")))
         elif kind == "read":
-            events = message["events"]
-            if not isinstance(events, int) or isinstance(events, bool) or events < 0:
-                raise ProtocolError(f"'read' needs 'events' as a count, got {events!r}")
-            trace.read_events = max(trace.read_events, events)
+            if "events" not in message and "bytes" not in message:
+                raise ProtocolError("'read' needs 'events' or 'bytes'")
+            for name in ("events", "bytes"):
+                count = message.get(name, 0)
+                if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                    raise ProtocolError(f"'read' needs {name!r} as a count, got {count!r}")
+            trace.read_events = max(trace.read_events, int(message.get("events", 0)))
+            trace.read_bytes = max(trace.read_bytes, int(message.get("bytes", 0)))
+            trace.read_closed = trace.read_closed or message.get("closed") is True
         else:
             raise ProtocolError(f"the program sent {kind!r} outside the handshake")
         return False
@@ -647,11 +662,36 @@ class ExecTarget:
                 )
             except OSError:
                 raise self._fail(trace, "the program closed its stdin before 'stream'") from None
-            trace.read_events = 0
+            trace.read_events = trace.read_bytes = 0
+            trace.read_closed = False
         trace.stream.push(payload)
+        if self.handshake.acks == "bytes":
+            if not trace.validating:
+                self._await_bytes(trace, trace.stream.sent)
+            return
         if self.handshake.acks:
             self._await_read(trace, trace.stream.count)
         self._await(trace, None, "stream", settle=self.settle)
+
+    def _await_bytes(self, trace: _Trace, sent: int) -> None:
+        """Hold the trace until the program has read past the ``sent`` body bytes written so
+        far (``read`` {bytes}), stopped reading this body, or its stream handler returned:
+        whatever the program did for those bytes has then been sent and is recorded at this
+        step, and the next step (a control event included) reaches it after them, however
+        slow the machine. Not while the program is inside its ``validate``: the reader may be
+        the thread that waits for the answer, and bytes written meanwhile are read after it,
+        as they would be. A program that reads nothing for ``CALLSAFE_EXEC_MESSAGE_TIMEOUT``
+        hangs (a target error, never a verdict taken out of order)."""
+        sid = trace.stream_id
+
+        def read() -> bool:
+            return trace.read_bytes >= sent or trace.read_closed or sid in trace.finished_streams
+
+        while not read() and not trace.failed:
+            self._await(trace, None, "stream", settle=self.message_timeout, until=read)
+            if not read() and not trace.failed:
+                what = f"the program read no further into its stream within {self.message_timeout:g} s"
+                raise self._fail(trace, what, "hang")
 
     def _await_read(self, trace: _Trace, events: int) -> None:
         """Wait (up to ``CALLSAFE_EXEC_READ_TIMEOUT``) until the program says its SDK has

@@ -1,0 +1,95 @@
+"""An ``httpx`` transport that tells callsafe how far into each response body the program's
+SDK has read: the program side of the target protocol's ``read`` {bytes} (``"acks":
+"bytes"``).
+
+Why bytes and why at the pull: an SDK's HTTP stream is pull-based. Its SSE decoder asks the
+HTTP client for more bytes only once it has handed the application every event the bytes so
+far completed, and the application asks the SDK for the next event only once it has handled
+the last one (run its tools, written its ledger). So the moment the SDK asks for bytes past
+offset N, everything the first N bytes carried has been handled. That is observable here,
+in the program, without knowing the SDK's events (an SDK that skips an event type, or
+yields two objects for one event, counts the same), and it is not observable anywhere else:
+the loopback only sees its writes reach the socket. Reporting at the pull, before the read
+blocks, lets callsafe deliver the trace's next step (a restart, a catalog change) only after
+the program has seen what came before it in the trace.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+__all__ = ["Report", "http_module", "reporting_client", "reporting_transport"]
+
+Report = Callable[[int, bool], None]  # (bytes handled so far, stopped reading this body)
+
+
+def http_module(sdk: str) -> ModuleType:
+    """The HTTP library an SDK's client is built on (``httpx``, or ``httpx2`` for the SDKs
+    that moved to it: they refuse a client of the other)."""
+    base = importlib.import_module(f"{sdk}._base_client")
+    module = getattr(base, "httpx2", None) or getattr(base, "httpx", None)
+    if not isinstance(module, ModuleType):
+        module = importlib.import_module("httpx")
+    return module
+
+
+@functools.cache
+def _classes(http: ModuleType) -> tuple[type[Any], type[Any]]:
+    """The reporting stream and transport for one HTTP library (httpx and httpx2 share the API)."""
+
+    class ReportingStream(http.SyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, report: Report) -> None:
+            self.inner = inner
+            self.report = report
+            self.read = 0
+            self.closed = False
+
+        def __iter__(self) -> Iterator[bytes]:
+            chunks = iter(self.inner)
+            while True:
+                self.report(self.read, False)  # everything before this offset has been handled
+                try:
+                    chunk = next(chunks)
+                except StopIteration:
+                    return
+                self.read += len(chunk)
+                yield chunk
+
+        def close(self) -> None:
+            if not self.closed:
+                self.closed = True
+                self.report(self.read, True)
+            self.inner.close()
+
+    class ReadReportingTransport(http.BaseTransport):  # type: ignore[name-defined,misc]
+        """Wraps a transport; every response body reports as it is pulled and when closed."""
+
+        def __init__(self, report: Report, inner: Any = None) -> None:
+            self.report = report
+            self.inner = inner if inner is not None else http.HTTPTransport()
+
+        def handle_request(self, request: Any) -> Any:
+            response = self.inner.handle_request(request)
+            if isinstance(response.stream, http.SyncByteStream):
+                response.stream = ReportingStream(response.stream, self.report)
+            return response
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return ReportingStream, ReadReportingTransport
+
+
+def reporting_transport(report: Report, http: ModuleType) -> Any:
+    """A transport of ``http`` (httpx or httpx2) whose response bodies report through ``report``."""
+    return _classes(http)[1](report)
+
+
+def reporting_client(sdk: str, report: Report, timeout: float = 60.0) -> Any:
+    """A synchronous client for ``sdk`` (``"openai"``, ``"anthropic"``) whose reads report."""
+    http = http_module(sdk)
+    return http.Client(transport=reporting_transport(report, http), timeout=http.Timeout(timeout))
