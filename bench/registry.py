@@ -23,6 +23,8 @@ BENCHMARKS: dict[str, str] = {
     "exploration": "bench.exploration",
     "bugpower": "bench.bugpower",
     "guard": "bench.guard",
+    "memory": "bench.memory",
+    "replicas": "bench.replicas",
 }
 
 

@@ -65,3 +65,55 @@ def check_cmd(path: Path, witness: Path | None) -> None:
     mark against the witness); exit 1 with what to check when it would be refused."""
     store_id, high_water = _open(path, witness, create=False)
     echo(f"store {store_id} at {path}: intact, ledger up to row {high_water}")
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(text: str) -> float:
+    """``30d``, ``12h``, ``90m``, ``3600s`` or a number of seconds."""
+    unit = _UNITS.get(text[-1:].lower())
+    number = text[:-1] if unit else text
+    try:
+        value = float(number) * (unit or 1)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: a duration such as 30d, 12h, 90m or 3600s") from None
+    if not value >= 0:
+        raise click.BadParameter(f"{text!r}: a duration is not negative")
+    return value
+
+
+@store_cmd.command("prune")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@_witness
+@click.option("--older-than", "older", required=True, help="Delete ledger and audit rows older than this (30d, 12h).")
+@click.option(
+    "--keep",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Always keep the newest N rows of each.",
+)
+def prune_cmd(path: Path, witness: Path | None, older: str, keep: int) -> None:
+    """Delete old ledger and audit rows of the store at PATH (retention). Never deletes
+    what a restart or replay protection needs: calls, outcomes, terminal event ids, turns,
+    quarantines, disabled tools, leases; the newest ledger row always stays."""
+    import time
+
+    from callsafe.reference_impl.errors import StoreError
+    from callsafe.reference_impl.sqlite_store import SqliteStore
+
+    before = time.time() - _duration(older)
+    try:
+        store = SqliteStore(path, witness=witness if witness is not None else True)
+    except StoreError as exc:
+        echo(f"refused ({exc.fault}): {exc}", err=True)
+        sys.exit(1)
+    try:
+        gone = store.prune(before, keep)
+    except StoreError as exc:
+        echo(f"failed ({exc.fault}): {exc}", err=True)
+        sys.exit(1)
+    finally:
+        store.close()
+    echo(f"pruned {path}: {gone['ledger']} ledger row(s), {gone['audit']} audit row(s) older than {older}")

@@ -15,6 +15,7 @@ __all__ = [
     "ConfigError",
     "GuardError",
     "GuardStoreError",
+    "LimitExceeded",
     "StreamError",
     "UnknownInput",
     "UnknownProtocol",
@@ -64,3 +65,9 @@ class StreamError(GuardError):
     protocol forbids, bytes that are not UTF-8 or JSON). The stream was ended as a dropped
     connection before this was raised, so nothing it opened can run; the calls that
     finished before the bad payload ran (or were yielded) as usual."""
+
+
+class LimitExceeded(StreamError):
+    """A stream opened more tool calls than the cap per turn (``turn_calls``) or per response
+    (``response_calls``) allows: the stream was ended as a dropped connection first, so its
+    calls in flight fail and none runs; each call beyond the cap cost nothing."""

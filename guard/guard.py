@@ -40,13 +40,14 @@ import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, NamedTuple, Self
+from typing import Any, Final, NamedTuple, Self
 
 from callsafe.guard.catalog import catalog_of, spec_of
 from callsafe.guard.errors import (
     ClosedGuard,
     ConfigError,
     GuardStoreError,
+    LimitExceeded,
     StreamError,
     UnknownInput,
     UnknownTurn,
@@ -54,6 +55,7 @@ from callsafe.guard.errors import (
 from callsafe.guard.inputs import SKIP, check_protocol, detect_protocol, error_event_of, payload_of
 from callsafe.guard.stores import describe_store, open_store
 from callsafe.guard.telemetry import LOGGER_NAME, Telemetry, log_observation
+from callsafe.model.lifecycle import TERMINAL_STATES
 from callsafe.model.vocabulary import (
     CallKey,
     CancelTurn,
@@ -75,8 +77,9 @@ from callsafe.providers.sse import payload_of as sse_payload
 from callsafe.reference_impl.core import Core
 from callsafe.reference_impl.driver import Driver
 from callsafe.reference_impl.effects import LedgerEntry, RequestConfirmation
-from callsafe.reference_impl.errors import AssemblerError, StoreError
-from callsafe.reference_impl.store import Store
+from callsafe.reference_impl.errors import AssemblerError, CallLimitExceeded, StoreError
+from callsafe.reference_impl.leases import DEFAULT_LEASE_SECONDS, Heartbeat, Lease, new_identity
+from callsafe.reference_impl.store import Store, holds_leases
 
 __all__ = ["Executor", "Guard", "LedgerRecord", "StreamReader", "ToolCall", "Turn", "Validator"]
 
@@ -138,16 +141,31 @@ Executor = Callable[[ToolCall], object]
 Validator = Callable[[ToolCall], str | None]
 
 
+# Caps on tool calls opened per turn and per response, beside the model's byte caps: a
+# stream that opens new call ids without end costs no memory or store write past them.
+DEFAULT_CALL_CAPS: Final = {"turn_calls": 4096, "response_calls": 256}
+
+
+def _call_caps_of(limits: Limits | Mapping[str, int] | None) -> dict[str, int]:
+    caps = dict(DEFAULT_CALL_CAPS)
+    if isinstance(limits, Mapping):
+        caps.update({k: v for k, v in limits.items() if k in caps})
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in caps.values()):
+        raise ConfigError("turn_calls and response_calls are positive integers (calls)")
+    return caps
+
+
 def _limits_of(limits: Limits | Mapping[str, int] | None) -> Limits:
     if limits is None:
         return Limits()
     if isinstance(limits, Limits):
         value = limits
     elif isinstance(limits, Mapping):
-        unknown = set(limits) - {"call_bytes", "turn_bytes"}
+        known = {"call_bytes", "turn_bytes", *DEFAULT_CALL_CAPS}
+        unknown = set(limits) - known
         if unknown:
-            raise ConfigError(f"unknown limits {sorted(unknown)}; known: call_bytes, turn_bytes")
-        value = Limits(**dict(limits))
+            raise ConfigError(f"unknown limits {sorted(unknown)}; known: {', '.join(sorted(known))}")
+        value = Limits(**{k: v for k, v in limits.items() if k in ("call_bytes", "turn_bytes")})
     else:
         raise ConfigError(f"limits is a Limits or a mapping, got {type(limits).__name__}")
     if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (value.call_bytes, value.turn_bytes)):
@@ -181,7 +199,12 @@ class Guard:
     ``namespace``: the PostgreSQL schema (replicas share one); ``observer``: called with
     every :class:`~callsafe.model.vocabulary.Observation` (ledger rows, statuses, audit
     rows, confirmation requests, notes); ``tracer``: an OpenTelemetry tracer (default: the
-    global one, when ``opentelemetry-api`` is installed)."""
+    global one, when ``opentelemetry-api`` is installed); ``clock``: the time for ledger
+    rows and leases; ``instance``: this guard's identity among the replicas sharing the
+    store (default: a unique one; a stable one makes a restart take its own leftover
+    calls at once); ``lease_seconds``: how long its lease outlives its last heartbeat,
+    i.e. how long a killed guard's calls in flight wait before a replica fails them;
+    ``heartbeat``: renew the lease from a thread (False: call :meth:`heartbeat`)."""
 
     def __init__(
         self,
@@ -198,6 +221,9 @@ class Guard:
         tracer: Any = None,
         clock: Callable[[], float] = time.time,
         step: Callable[[], int] | None = None,
+        instance: str | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        heartbeat: bool = True,
     ) -> None:
         if executor is not None and not callable(executor):
             raise ConfigError("executor is a callable taking a ToolCall, or None (yield mode)")
@@ -207,6 +233,7 @@ class Guard:
             raise ConfigError("observer is a callable taking an Observation, or None")
         self._tools = catalog_of(tools)
         self._limits = _limits_of(limits)
+        self._caps = _call_caps_of(limits)
         self._executor = executor
         self._validator = validator
         self._observer = observer
@@ -221,10 +248,38 @@ class Guard:
         self._confirmations: dict[CallKey, ToolCall] = {}
         self._turns: dict[str, TurnStarted] = {}
         self._closed = False
+        self._heartbeat: Heartbeat | None = None
+        if instance is not None and not isinstance(instance, str):
+            raise ConfigError("instance is a string naming this guard (unique among live replicas), or None")
+        if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) or not lease_seconds > 0:
+            raise ConfigError("lease_seconds is a positive number of seconds")
+        self.instance = instance or new_identity()
         self.store_kind = describe_store(store)
         self._store = open_store(store, create=create, namespace=namespace)
         try:
-            self._core = Core(self._tools, self._limits, self._store.load())
+            self._lease = Lease(self._store, self.instance, lease_seconds, clock) if holds_leases(self._store) else None
+        except ValueError as exc:
+            self._store.close()
+            raise ConfigError(str(exc)) from None
+        try:
+            adopted = self._lease.acquire() if self._lease is not None else []
+            if adopted:
+                self._log.warning(
+                    "guard %s: %d call(s) in flight of a stopped instance taken over, to be failed",
+                    self.instance,
+                    len(adopted),
+                    extra={"callsafe_event": "calls_taken_over", "callsafe_count": len(adopted)},
+                )
+            owner = self.instance if self._lease is not None else None
+            self._core = Core(
+                self._tools,
+                self._limits,
+                self._store.load(),
+                owner=owner,
+                forget_over_turns=True,  # bounded memory: a finished turn's calls leave it
+                turn_calls=self._caps["turn_calls"],
+                response_calls=self._caps["response_calls"],
+            )
             self._driver = _GuardDriver(
                 self._core,
                 self._store,
@@ -246,6 +301,11 @@ class Guard:
         except StoreError as exc:
             self._store.close()
             raise GuardStoreError(f"the store failed at start: {exc}", exc.fault) from exc
+        if self._lease is not None and heartbeat:
+            self._heartbeat = Heartbeat(
+                self.heartbeat, self._lease.interval, self._heartbeat_failed, f"callsafe-lease-{self.instance}"
+            )
+            self._heartbeat.start()
 
     # -- context manager -----------------------------------------------------------
 
@@ -256,13 +316,93 @@ class Guard:
         self.close()
 
     def close(self) -> None:
-        """Release the store (its data stays). Calls in flight are not decided: a guard
-        opened on the same store later fails them, as after a restart."""
+        """Release the lease and the store (its data stays). Calls in flight are not
+        decided: with the lease released they are orphans, which the next guard to start
+        on the store (or a live replica's next heartbeat) fails, as after a restart."""
+        beating, self._heartbeat = self._heartbeat, None
+        if beating is not None:  # outside the lock: a beat in progress may be waiting for it
+            beating.stop()
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._store.close()
+            try:
+                if self._lease is not None:
+                    self._lease.release()
+            except StoreError as exc:  # the lease then expires by itself
+                self._log.warning(
+                    "guard %s: lease not released (%s): it expires in %g s",
+                    self.instance,
+                    exc.fault,
+                    self._lease.ttl if self._lease is not None else 0.0,
+                    extra={"callsafe_event": "lease_not_released"},
+                )
+            finally:
+                self._store.close()
+
+    # -- leases --------------------------------------------------------------------
+
+    def heartbeat(self) -> int:
+        """Renew this guard's lease, then fail the calls in flight of instances whose lease
+        expired (killed replicas): how many calls were taken over. The heartbeat thread
+        calls it every ``lease_seconds / 3``; a guard built with ``heartbeat=False`` (tests,
+        an application with its own scheduler) calls it itself. Raises
+        :class:`~callsafe.guard.errors.GuardStoreError` when the store fails."""
+        lease = self._lease
+        if lease is None:
+            return 0
+        self._check_open()
+        try:
+            live = lease.renew()  # the store's own lock: not the guard's
+        except StoreError as exc:
+            raise GuardStoreError(f"the lease could not be renewed: {exc}", exc.fault) from exc
+        if not live:
+            self._log.warning(
+                "guard %s: its lease had lapsed before this heartbeat; other replicas may have failed its calls "
+                "in flight",
+                self.instance,
+                extra={"callsafe_event": "lease_lapsed"},
+            )
+        with self._lock:
+            self._check_open()
+            try:
+                rows = lease.orphans()
+            except StoreError as exc:
+                raise GuardStoreError(f"the store failed: {exc}", exc.fault) from exc
+            if not rows:
+                return 0
+            self._log.warning(
+                "guard %s: %d call(s) in flight of an instance whose lease expired taken over, to be failed",
+                self.instance,
+                len(rows),
+                extra={"callsafe_event": "calls_taken_over", "callsafe_count": len(rows)},
+            )
+            self._input = next(self._inputs)
+            try:
+                self._driver.run(self._core.take_over(rows))
+            except StoreError as exc:
+                raise GuardStoreError(f"the store failed: {exc}", exc.fault) from exc
+        return len(rows)
+
+    def leases(self) -> list[tuple[str, float, float]]:
+        """Every live or expired lease in the store ``(instance, heartbeat, expires)``."""
+        if self._lease is None:
+            return []
+        with self._lock:
+            rows: list[tuple[str, float, float]] = self._store_call(self._lease.store.leases)
+        return rows
+
+    def _heartbeat_failed(self, exc: BaseException) -> None:
+        if isinstance(exc, ClosedGuard):
+            return
+        fault = getattr(exc, "fault", None)
+        self._log.warning(
+            "guard %s: heartbeat failed (%s); the lease expires %g s after the last renewal",
+            self.instance,
+            getattr(fault, "value", type(exc).__name__),
+            self._lease.ttl if self._lease is not None else 0.0,
+            extra={"callsafe_event": "heartbeat_failed"},
+        )
 
     # -- turns ---------------------------------------------------------------------
 
@@ -289,6 +429,7 @@ class Guard:
             self._check_open()
             self._turns[turn_id] = started
             self._deliver(started)
+            del self._turns[turn_id]  # the core holds it now (and forgets it once it is over)
         return Turn(self, started)
 
     def resume_turn(self, turn_id: str) -> Turn:
@@ -452,13 +593,25 @@ class Guard:
             self._driver.receive(event)
         except StoreError as exc:
             raise GuardStoreError(f"the store failed: {exc}", exc.fault) from exc
+        except CallLimitExceeded as exc:
+            raise LimitExceeded(str(exc)) from None
         except AssemblerError as exc:
             raise UnknownInput(str(exc)) from exc
         finally:
             # a re-entrant input (from inside the validator) returns its own calls to its
             # own caller; the outer input's list is restored, so each call is returned once
             ready, self._ready = self._ready, outer
+            if self._confirmations:  # requests the input stopped (a cancel, a supersession)
+                self._prune_confirmations()
         return ready
+
+    def _prune_confirmations(self) -> None:
+        """Forget confirmation requests whose call no longer waits (stopped, or its turn is
+        over): nothing else would ever remove them."""
+        for key in list(self._confirmations):
+            view = self._core.view(key)
+            if view is None or view.state in TERMINAL_STATES:
+                del self._confirmations[key]
 
     def _deliver_all(self, events: Sequence[Event]) -> list[ToolCall]:
         ready: list[ToolCall] = []
@@ -623,6 +776,8 @@ class StreamReader:
             return ready
         except ProviderError as exc:
             return self._fail(exc)
+        except LimitExceeded as exc:
+            return self._fail(exc)
 
     def read_error(self, exc: BaseException) -> list[ToolCall]:
         """The source raised ``exc``: when it is an SDK's exception for an error event the
@@ -701,9 +856,10 @@ class StreamReader:
         self.calls += len(ready)
         return ready
 
-    def _fail(self, exc: ProviderError) -> list[ToolCall]:
-        """The stream cannot be read: it ends as a dropped connection, then the error."""
-        error = StreamError(str(exc))
+    def _fail(self, exc: ProviderError | LimitExceeded) -> list[ToolCall]:
+        """The stream cannot be read (or opened too many calls): it ends as a dropped
+        connection, then the error."""
+        error = exc if isinstance(exc, LimitExceeded) else StreamError(str(exc))
         self._broken = error
         if self._parser is not None:
             with self.guard._lock:
@@ -716,4 +872,6 @@ class StreamReader:
             type(exc).__name__,
             extra={"callsafe_event": "stream_error", "callsafe_turn": self.turn.id},
         )
+        if error is exc:
+            raise error
         raise error from exc

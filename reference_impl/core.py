@@ -40,7 +40,7 @@ rejected by the table); everything else about them is in the store's ledger.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, Final, cast
 
@@ -103,10 +103,10 @@ from callsafe.reference_impl.effects import (
     Status,
     ValidateBusiness,
 )
-from callsafe.reference_impl.errors import ModelDriftError, UnsupportedEvent
+from callsafe.reference_impl.errors import CallLimitExceeded, ModelDriftError, UnsupportedEvent
 from callsafe.reference_impl.redaction import copy_json, redact_schema_problem
 from callsafe.reference_impl.schema_check import SchemaCheck
-from callsafe.reference_impl.store import ClaimResult, Ident, Snapshot, ident_of
+from callsafe.reference_impl.store import CallRow, ClaimResult, Ident, Snapshot, ident_of
 
 __all__ = ["CallView", "Core", "TurnState"]
 
@@ -124,6 +124,12 @@ if any(isinstance(o, State) and o is not s for s in TERMINAL_STATES for o in TRA
     raise ModelDriftError("the lifecycle table lets a terminal state change; the core keeps no buffer for those")
 
 _NOTHING: Final[tuple[Effect, ...]] = ()
+# How many turns that are over the core still keeps whole (``forget_over_turns``), oldest
+# forgotten first: the replay window. Within it, a late or replayed event for an over turn
+# is answered exactly as the model answers it (a late fragment rejected, a call opened
+# after a cancel refused with its ledger row); past it, the turn is unknown here and its
+# events are dropped (nothing of it can run: the store's claim re-checks the turn).
+OVER_TURNS_KEPT: Final = 1024
 # What the per-fragment path compares with, as module constants (one global read each).
 _FRAGMENT: Final = CallEvent.FRAGMENT
 _COLLECTING: Final = State.COLLECTING
@@ -161,6 +167,15 @@ class TurnState:
     shown: str = ""
     stopped: bool = False  # a call of this turn ended without running
     executed: bool = False  # a call of this turn ran
+    # What the core forgets with the turn once it is over (``forget_over_turns``): its
+    # decided calls, its terminal event ids and its ended responses; and the counts the
+    # call caps read.
+    idents: list[Ident] = field(default_factory=list)
+    terminal_ids: list[str] = field(default_factory=list)
+    responses: list[str] = field(default_factory=list)
+    active: int = 0  # calls of the turn in active assembly
+    calls: int = 0  # calls opened in the turn (the per-turn cap)
+    response_calls: dict[str, int] = field(default_factory=dict)  # per response (its cap)
 
 
 @dataclass(slots=True)
@@ -223,8 +238,34 @@ class Core:
         snapshot: Snapshot | None = None,
         *,
         scan_every: int = DEFAULT_SCAN_EVERY,
+        owner: str | None = None,
+        forget_over_turns: bool = False,
+        over_turns_kept: int = OVER_TURNS_KEPT,
+        turn_calls: int | None = None,
+        response_calls: int | None = None,
     ) -> None:
         self.tools = tools
+        # The lease identity this core opens calls under (None: no lease, every call in the
+        # store is this core's). With one, the open calls of other owners in a snapshot are
+        # theirs to finish: never loaded, never failed here (a live replica's calls); the
+        # calls of an owner whose lease expired are first adopted in the store
+        # (``LeaseStore.adopt_orphans``), which makes them this core's own.
+        self.owner = owner
+        # Bounded memory (``forget_over_turns``): a turn that is over (no longer live, no
+        # call of it in active assembly) is kept whole for ``over_turns_kept`` more over
+        # turns (the replay window, OVER_TURNS_KEPT), then dropped with everything kept for
+        # its calls. Late events for a dropped turn meet an unknown turn and are dropped
+        # (its decisions are in the store, whose claim re-checks the turn and whose first
+        # decision stands). Off by default: the reference keeps every turn; the guard
+        # turns it on.
+        self._forget = forget_over_turns
+        self._keep_over = max(0, over_turns_kept)
+        self._ending: set[str] = set()  # turns that may have become over during this input
+        self._over: dict[str, None] = {}  # over turns still kept whole, oldest first
+        # Caps on calls opened per turn and per response (None: none): a call beyond them
+        # is refused with CallLimitExceeded before anything changes.
+        self._turn_calls = turn_calls
+        self._response_calls = response_calls
         self.limits = limits
         # The caps as the core's own ints: read for every fragment, where two reads on the
         # model's Limits cost as much as the rest of the byte accounting.
@@ -275,6 +316,8 @@ class Core:
         for an operator: that tool may or may not have run, and nothing here will run it
         again."""
         if not self._active and not self._unknown_outcomes:
+            if self._ending:
+                self._forget_over()
             return _NOTHING
         effects: list[Effect] = []
         if self._active:
@@ -282,6 +325,34 @@ class Core:
         for key in self._unknown_outcomes:
             effects.append(Log(f"{key}: dispatched, no outcome recorded: whether the tool ran is unknown"))
         self._unknown_outcomes = []
+        if self._ending:
+            self._forget_over()
+        return effects
+
+    def take_over(self, rows: Sequence[CallRow]) -> Sequence[Effect]:
+        """Calls adopted from an instance whose lease expired (a crashed replica): they fail
+        as that instance's restart would have failed them (the model's ``restart``
+        broadcast, applied to these calls only). A call this core already holds is left
+        alone; a terminal row is only remembered."""
+        adopted: list[_Call] = []
+        for row in rows:
+            ident = ident_of(row.key)
+            if ident in self._active or ident in self._decided:
+                continue
+            if row.state in TERMINAL_STATES:
+                self._decided[ident] = row.state
+                continue
+            call = _Call(row.key, ident, row.tool, row.state, ArgumentBuffer(0), row.fragments, row.bytes)
+            self._active[ident] = call
+            turn = self.turns.get(row.key.turn)
+            if turn is not None:
+                turn.active += 1
+            adopted.append(call)
+        effects: list[Effect] = []
+        if adopted:
+            self._broadcast(Restart(), effects, among=adopted)
+        if self._ending:
+            self._forget_over()
         return effects
 
     def resync(self, snapshot: Snapshot) -> Sequence[Effect]:
@@ -299,6 +370,7 @@ class Core:
         self.turns.clear()
         self._active.clear()
         self._decided.clear()
+        self._ending.clear()
         self._restore(snapshot)  # every other container is replaced from the snapshot
         return self.start()
 
@@ -313,7 +385,10 @@ class Core:
             handler = self._handlers.get(type(event))
             if handler is None:
                 raise UnsupportedEvent(f"no rule for a {event.kind!r} event (replays are expanded before delivery)")
-            return handler(event)
+            answer = handler(event)
+            if self._ending:
+                self._forget_over()
+            return answer
         turn = self.turns.get(event.turn)
         if turn is None:
             return self._unknown_turn("fragment", event.turn)
@@ -358,6 +433,12 @@ class Core:
 
     def business_result(self, key: CallKey, problem: str | None) -> Sequence[Effect]:
         """The business validator's answer for ``key`` (None: the call passes)."""
+        effects = self._business_result(key, problem)
+        if self._ending:
+            self._forget_over()
+        return effects
+
+    def _business_result(self, key: CallKey, problem: str | None) -> Sequence[Effect]:
         call = self._active.get(ident_of(key))
         if call is None or not call.awaiting_business:
             # stopped while the validator ran: nothing revives it
@@ -377,6 +458,12 @@ class Core:
 
     def claim_result(self, key: CallKey, result: ClaimResult) -> Sequence[Effect]:
         """The store's answer to a :class:`Claim`."""
+        effects = self._claim_result(key, result)
+        if self._ending:
+            self._forget_over()
+        return effects
+
+    def _claim_result(self, key: CallKey, result: ClaimResult) -> Sequence[Effect]:
         call = self._active.get(ident_of(key))
         if call is None or not call.claiming:
             return (Log(f"{key}: claim answer ignored, no claim was pending"),)
@@ -435,14 +522,31 @@ class Core:
         self._quarantined = set(snapshot.quarantined)
         self._disabled = set(snapshot.disabled_tools)
         self._unknown_outcomes = list(snapshot.unknown_outcomes)
+        owner = self.owner
         for ident, row in snapshot.calls.items():
+            turn = self.turns.get(row.key.turn)
+            if turn is not None:
+                turn.idents.append(ident)
+                turn.calls += 1
+                turn.response_calls[row.key.response] = turn.response_calls.get(row.key.response, 0) + 1
             if row.state in TERMINAL_STATES:
                 self._decided[ident] = row.state
+            elif owner is not None and row.owner is not None and row.owner != owner:
+                continue  # another instance's call in flight: its owner finishes it
             else:
                 # in flight when the process stopped: its bytes are gone; start() fails it
                 self._active[ident] = _Call(
                     row.key, ident, row.tool, row.state, ArgumentBuffer(0), row.fragments, row.bytes
                 )
+                if turn is not None:
+                    turn.active += 1
+        for turn_id, response in snapshot.ended_responses:
+            state = self.turns.get(turn_id)
+            if state is not None:
+                state.responses.append(response)
+        if self._forget:  # what a restart or a resync loads: the over turns queue again
+            self._over.clear()
+            self._ending.update(self.turns)
 
     # ------------------------------------------------------------------------------
     # the table, the broadcast rules, the end of a call
@@ -472,14 +576,15 @@ class Core:
             return (Log(f"{key}: {event} rejected: {result.why}"),)
         return _NOTHING
 
-    def _broadcast(self, event: Event, effects: list[Effect]) -> list[CallKey]:
-        """The model's broadcast rules for ``event``; the keys of the calls it stopped."""
+    def _broadcast(self, event: Event, effects: list[Effect], among: Sequence[_Call] | None = None) -> list[CallKey]:
+        """The model's broadcast rules for ``event`` (over ``among``, default every call in
+        active assembly); the keys of the calls it stopped."""
         rules = self._rules.get(type(event))
         if rules is None:
             rules = self._rules[type(event)] = _rules_for(type(event))
         stopped: list[CallKey] = []
         for rule in rules:
-            for call in list(self._active.values()):
+            for call in list(self._active.values()) if among is None else among:
                 # The rules read ``call.key``, ``call.tool`` and ``state.turns[...]``; ours
                 # have those attributes (duck-typed against the model's records).
                 if call.state not in TERMINAL_STATES and rule.selects(event, cast(Any, call), cast(Any, self)):
@@ -503,11 +608,18 @@ class Core:
     def _end(self, call: _Call, event: CallEvent, why: str, effects: list[Effect], report: bool) -> None:
         """The call reached a terminal state: out of active assembly, bytes dropped,
         decision durable (the dispatch claim already wrote its own), ledger and status."""
-        self._active.pop(call.ident, None)
+        was_active = self._active.pop(call.ident, None) is not None
         self._decided[call.ident] = call.state
         call.buffer.drop()
         call.arguments = None
         turn = self.turns.get(call.key.turn)
+        if turn is not None:
+            if was_active:
+                turn.active -= 1
+            else:
+                turn.idents.append(call.ident)  # decided without being opened here
+            if self._forget and turn.status != "live":
+                self._ending.add(turn.turn)
         if call.state is S.DISPATCHED:
             if report:
                 effects.append(Ledger(call.claim_entry or self._entry(call, "dispatched")))
@@ -570,6 +682,36 @@ class Core:
         # No turn binding means no tenant and no key: the call does not exist (model).
         return (Log(f"{kind} for unknown turn {turn} dropped"),)
 
+    def _forget_over(self) -> None:
+        """Queue the turns that became over during this input (not live, no call of theirs
+        in active assembly), and drop the oldest over turns past the replay window, with
+        every decision, terminal event id and ended response kept for their calls: the
+        per-call memory of a finished turn goes back to nothing. The conversation's current
+        turn entry goes too when it names the turn (it is not live, so the next turn
+        supersedes nothing, as the model says)."""
+        pending, self._ending = self._ending, set()
+        for turn_id in pending:
+            turn = self.turns.get(turn_id)
+            if turn is not None and turn.active <= 0 and not self._turn_live(turn):
+                self._over[turn_id] = None
+        while len(self._over) > self._keep_over:
+            turn_id = next(iter(self._over))
+            del self._over[turn_id]
+            turn = self.turns.get(turn_id)
+            if turn is None or turn.active > 0 or self._turn_live(turn):
+                continue
+            decided = self._decided
+            for ident in turn.idents:
+                decided.pop(ident, None)
+            for event_id in turn.terminal_ids:
+                self._terminal_ids.discard(event_id)
+            for response in turn.responses:
+                self._ended.discard((turn_id, response))
+            del self.turns[turn_id]
+            conversation = (turn.tenant, turn.conversation)
+            if self.current.get(conversation) == turn_id:
+                del self.current[conversation]
+
     def _on_turn_started(self, ev: TurnStarted) -> Sequence[Effect]:
         effects: list[Effect] = []
         self._broadcast(ev, effects)
@@ -588,6 +730,8 @@ class Core:
             if old.status == "live":
                 old.status = "superseded"
                 effects.append(SetTurnStatus(previous, "superseded"))
+            if self._forget:
+                self._ending.add(previous)
         self.turns[ev.turn] = TurnState(ev.turn, ev.actor, ev.tenant, ev.conversation, ev.traceparent)
         self.current[conversation] = ev.turn
         effects.append(BindTurn(ev.turn, ev.actor, ev.tenant, ev.conversation, ev.traceparent))
@@ -617,9 +761,20 @@ class Core:
         result = TRANSITIONS[S.ABSENT][event]
         if result is not S.COLLECTING:
             return self._absent(turn, ident, tool, event, "opened after its turn, response or tenant was stopped", None)
+        in_response = turn.response_calls.get(response, 0)
+        if (self._turn_calls is not None and turn.calls >= self._turn_calls) or (
+            self._response_calls is not None and in_response >= self._response_calls
+        ):
+            raise CallLimitExceeded(
+                f"turn {turn_id}: more than {self._turn_calls} calls per turn or {self._response_calls} per response"
+            )
+        turn.calls += 1
+        turn.response_calls[response] = in_response + 1
+        turn.active += 1
+        turn.idents.append(ident)
         key = CallKey(turn.tenant, turn_id, response, item, call_id)  # every field by position: see tools/build_fast.py
         self._active[ident] = _Call(key, ident, tool, result, ArgumentBuffer(self.scan_every))
-        effects = [OpenCall(key, tool)]
+        effects = [OpenCall(key, tool, self.owner)]
         self._show(turn, "preparing", effects)
         return effects
 
@@ -649,6 +804,7 @@ class Core:
         effects: list[Effect] = []
         if not seen:
             self._terminal_ids.add(event_id)
+            turn.terminal_ids.append(event_id)
             effects.append(RecordTerminalId(event_id))
         ident = (turn_id, ev.response, ev.item, ev.call)
         reason = stop_reason if event in (E.TERMINAL_COMPLETED, E.TERMINAL_STOPPED) else None
@@ -683,6 +839,9 @@ class Core:
     def _end_response(self, turn: str, response: str, effects: list[Effect]) -> None:
         if (turn, response) not in self._ended:
             self._ended.add((turn, response))
+            state = self.turns.get(turn)
+            if state is not None:
+                state.responses.append(response)
             effects.append(EndResponse(turn, response))
 
     # ------------------------------------------------------------------------------
@@ -696,6 +855,8 @@ class Core:
         if turn is not None and turn.status == "live":
             turn.status = "cancelled"
             effects.append(SetTurnStatus(ev.turn, "cancelled"))
+            if self._forget:
+                self._ending.add(ev.turn)
         elif turn is None:
             # A turn this replica never saw may be another replica's: the cancel must
             # still reach the store, whose claim is what stops that replica (the store
@@ -757,6 +918,8 @@ class Core:
             if turn.tenant == ev.tenant and turn.status == "live":
                 turn.status = "stopped"
                 effects.append(SetTurnStatus(turn.turn, "stopped"))
+                if self._forget:
+                    self._ending.add(turn.turn)
         effects.append(RecordTenantStop(ev.tenant, ev.reason))
         self._audit("stop_tenant", ev.reason, stopped, effects)
         return effects

@@ -220,10 +220,15 @@ class RecordDisplay(Fact):
 
 @dataclass(slots=True)
 class OpenCall(Fact):
-    """A call is collecting: after a restart it fails, never becomes a candidate."""
+    """A call is collecting: after a restart it fails, never becomes a candidate.
+
+    ``owner``: the lease identity of the core that opened it (None: a core without a
+    lease, whose every call is its own); a starting or resyncing core fails only its own
+    calls and those whose owner's lease expired (:mod:`~callsafe.reference_impl.leases`)."""
 
     key: CallKey
     tool: str
+    owner: str | None = None
 
 
 @dataclass(slots=True)

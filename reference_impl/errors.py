@@ -15,6 +15,12 @@ class UnsupportedEvent(AssemblerError):
     """An event the core has no rule for (e.g. an unexpanded ``replay``)."""
 
 
+class CallLimitExceeded(AssemblerError):
+    """A call was opened beyond the cap on calls per turn or per response: the event is
+    refused before anything changes (a flood of new call ids costs no memory or write per
+    id); the application ends the stream, and the calls in flight of that response fail."""
+
+
 class ModelDriftError(AssemblerError):
     """The lifecycle table now says something the core was not written for (e.g. a
     terminal state with a way out). Raised rather than guessed: the model is the spec."""

@@ -77,6 +77,7 @@ class MemoryStore:
         self._audit: list[tuple[str, str, tuple[CallKey, ...], float]] = []
         self._outcomes: dict[tuple[str, str, str, str], str] = {}
         self._progress: dict[tuple[str, str, str, str], RecordProgress] = {}  # call -> its latest
+        self._leases: dict[str, tuple[float, float]] = {}  # owner -> (heartbeat, expires)
 
     # -- Store -------------------------------------------------------------------
 
@@ -127,7 +128,7 @@ class MemoryStore:
         elif isinstance(fact, OpenCall):
             ident = ident_of(fact.key)
             if ident not in self._calls:
-                self._calls[ident] = CallRow(fact.key, fact.tool, _COLLECTING)
+                self._calls[ident] = CallRow(fact.key, fact.tool, _COLLECTING, owner=fact.owner)
                 self._fold_early_progress(ident)
         elif isinstance(fact, RecordTerminalId):
             self._terminal_ids.add(fact.event_id)
@@ -197,6 +198,43 @@ class MemoryStore:
             row.state = _DISPATCHED
             self._ledger.append((entry, "dispatched", at))
             return ClaimResult.CLAIMED
+
+    # -- leases ------------------------------------------------------------------
+
+    def renew_lease(self, owner: str, ttl: float, now: float) -> bool:
+        with self._lock:
+            before = self._leases.get(owner)
+            self._leases[owner] = (now, now + ttl)
+        return before is not None and before[1] > now
+
+    def release_lease(self, owner: str) -> None:
+        with self._lock:
+            self._leases.pop(owner, None)
+
+    def adopt_orphans(self, owner: str, now: float, *, own: bool) -> list[CallRow]:
+        with self._lock:
+            adopted: list[CallRow] = []
+            for row in self._calls.values():
+                if row.state in TERMINAL_STATES:
+                    continue
+                if row.owner is None or row.owner == owner:
+                    if not own:
+                        continue
+                else:
+                    lease = self._leases.get(row.owner)
+                    if lease is not None and lease[1] > now:
+                        continue
+                row.owner = owner
+                adopted.append(replace(row))
+            for row in adopted:  # the progress written since, as load() reads it
+                fact = self._progress.get(ident_of(row.key))
+                if fact is not None:
+                    row.fragments, row.bytes = fact.fragments, fact.call_bytes
+            return adopted
+
+    def leases(self) -> list[tuple[str, float, float]]:
+        with self._lock:
+            return sorted((owner, beat, expires) for owner, (beat, expires) in self._leases.items())
 
     def ledger(self) -> list[tuple[LedgerEntry, str]]:
         with self._lock:

@@ -40,7 +40,7 @@ from typing import Any
 
 from callsafe.reference_impl.effects import Fact, LedgerEntry
 from callsafe.reference_impl.errors import StoreError, StoreFault
-from callsafe.reference_impl.sql_store import TABLES, SqlStore
+from callsafe.reference_impl.sql_store import COLUMNS_ADDED, TABLES, SqlStore
 from callsafe.reference_impl.store import ClaimResult
 from callsafe.reference_impl.witness import Witness
 
@@ -147,6 +147,14 @@ class PostgresStore(SqlStore):
                     self._conn.execute(f'SET LOCAL search_path TO "{self.namespace}"')
                     for ddl in TABLES:
                         self._conn.execute(ddl.format(id=_ID))
+                    for table, column, kind in COLUMNS_ADDED:  # a schema written before the column
+                        # looked up first: ALTER TABLE locks the table even when it changes nothing
+                        if not self._conn.execute(
+                            "SELECT 1 FROM information_schema.columns "
+                            "WHERE table_schema = %s AND table_name = %s AND column_name = %s",
+                            (self.namespace, table, column),
+                        ).fetchone():
+                            self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
                     if fresh:
                         self._new_identity()
         except psycopg.Error as exc:

@@ -49,7 +49,7 @@ from callsafe.reference_impl.errors import StoreError, StoreFault, StoreLost
 from callsafe.reference_impl.store import CallRow, ClaimResult, Snapshot, TurnRow
 from callsafe.reference_impl.witness import Witness
 
-__all__ = ["DATA_TABLES", "SqlStore"]
+__all__ = ["COLUMNS_ADDED", "DATA_TABLES", "SqlStore"]
 
 _TERMINAL_SQL: Final = "('dispatched', 'cancelled', 'failed')"
 _KEY_WHERE: Final = "turn_id = ? AND response_id = ? AND item_id = ? AND call_id = ?"
@@ -65,7 +65,7 @@ TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS calls (
         turn_id TEXT NOT NULL, response_id TEXT NOT NULL, item_id TEXT NOT NULL, call_id TEXT NOT NULL,
         tenant TEXT NOT NULL, tool TEXT, state TEXT NOT NULL, fragments INTEGER NOT NULL DEFAULT 0,
-        bytes BIGINT NOT NULL DEFAULT 0, why TEXT NOT NULL DEFAULT '',
+        bytes BIGINT NOT NULL DEFAULT 0, why TEXT NOT NULL DEFAULT '', owner TEXT,
         PRIMARY KEY (turn_id, response_id, item_id, call_id))""",
     """CREATE TABLE IF NOT EXISTS terminal_ids (event_id TEXT PRIMARY KEY)""",
     """CREATE TABLE IF NOT EXISTS ended_responses (
@@ -91,7 +91,16 @@ TABLES: Final = (
     # Which store this is (``store_id``), written once when the store is created: what
     # its witness (:mod:`callsafe.reference_impl.witness`) is compared with at open.
     """CREATE TABLE IF NOT EXISTS store_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+    # One row per live instance (:mod:`callsafe.reference_impl.leases`): who may still be
+    # assembling the open calls it owns. Not a data table: a store holding only leases
+    # holds no decisions.
+    """CREATE TABLE IF NOT EXISTS leases (
+        owner TEXT PRIMARY KEY, heartbeat DOUBLE PRECISION NOT NULL, expires DOUBLE PRECISION NOT NULL)""",
 )
+# Columns added after the first stores were written: (table, column, type), added at open
+# to a store that lacks them (``calls.owner``: rows written before leases have no owner,
+# and are the leftovers of whichever instance starts next, as before).
+COLUMNS_ADDED: Final = (("calls", "owner", "TEXT"),)
 DATA_TABLES: Final = (
     "turns",
     "current_turns",
@@ -119,8 +128,8 @@ _TURN_BYTES: Final = "UPDATE turns SET bytes = CASE WHEN bytes > ? THEN bytes EL
 _CALL_PROGRESS: Final = f"UPDATE calls SET fragments = ?, bytes = ? WHERE {_KEY_WHERE}"
 _DISPLAY: Final = "UPDATE turns SET shown = ?, stopped = ?, executed = ? WHERE turn_id = ?"
 _OPEN_CALL: Final = (
-    "INSERT INTO calls (turn_id, response_id, item_id, call_id, tenant, tool, state) "
-    "VALUES (?, ?, ?, ?, ?, ?, 'collecting') ON CONFLICT DO NOTHING"
+    "INSERT INTO calls (turn_id, response_id, item_id, call_id, tenant, tool, state, owner) "
+    "VALUES (?, ?, ?, ?, ?, ?, 'collecting', ?) ON CONFLICT DO NOTHING"
 )
 _DECIDE: Final = (
     "INSERT INTO calls (turn_id, response_id, item_id, call_id, tenant, tool, state, fragments, why) "
@@ -162,6 +171,28 @@ CLAIM: Final = (
     "AND NOT EXISTS (SELECT 1 FROM disabled_tools d WHERE d.tool = ?)"
 )
 _CALL_STATE: Final = f"SELECT state FROM calls WHERE {_KEY_WHERE}"
+_LEASE_OF: Final = "SELECT expires FROM leases WHERE owner = ?"
+_RENEW_LEASE: Final = (
+    "INSERT INTO leases (owner, heartbeat, expires) VALUES (?, ?, ?) "
+    "ON CONFLICT (owner) DO UPDATE SET heartbeat = excluded.heartbeat, expires = excluded.expires"
+)
+_RELEASE_LEASE: Final = "DELETE FROM leases WHERE owner = ?"
+_LEASES: Final = "SELECT owner, heartbeat, expires FROM leases ORDER BY owner"
+# An open call whose owner holds no live lease: one UPDATE, so each orphan is adopted by
+# exactly one instance (SQLite serialises writers; PostgreSQL re-checks the WHERE of a row
+# another transaction changed meanwhile, and the row then names a live owner).
+_ORPHAN: Final = (
+    "(owner IS NOT NULL AND owner <> ? AND NOT EXISTS "
+    "(SELECT 1 FROM leases l WHERE l.owner = calls.owner AND l.expires > ?))"
+)
+_ADOPT_RETURNING: Final = (
+    " RETURNING turn_id, response_id, item_id, call_id, tenant, tool, state, fragments, bytes, owner"
+)
+_ADOPT: Final = f"UPDATE calls SET owner = ? WHERE state NOT IN {_TERMINAL_SQL} AND {_ORPHAN}{_ADOPT_RETURNING}"
+_ADOPT_AT_START: Final = (
+    f"UPDATE calls SET owner = ? WHERE state NOT IN {_TERMINAL_SQL} "
+    f"AND (owner IS NULL OR owner = ? OR {_ORPHAN}){_ADOPT_RETURNING}"
+)
 _HIGH_WATER: Final = "SELECT coalesce(max(id), 0) FROM ledger"
 _STORE_ID: Final = "SELECT value FROM store_meta WHERE name = 'store_id'"
 _SET_STORE_ID: Final = "INSERT INTO store_meta (name, value) VALUES ('store_id', ?) ON CONFLICT DO NOTHING"
@@ -221,6 +252,17 @@ def _ledger_params(entry: LedgerEntry, why: str, at: float) -> tuple[Any, ...]:
         why,
         at,
     )
+
+
+def _call_row(row: Sequence[Any]) -> CallRow:
+    """A ``calls`` row ``(turn, response, item, call, tenant, tool, state, fragments,
+    bytes, owner)`` as the snapshot holds it."""
+    turn, response, item, call, tenant, tool, state, fragments, nbytes, owner = row
+    try:
+        parsed = State(state)
+    except ValueError:
+        raise StoreError(f"unknown call state {state!r} in the store", StoreFault.CORRUPT) from None
+    return CallRow(CallKey(tenant, turn, response, item, call), tool, parsed, int(fragments), int(nbytes), owner)
 
 
 class SqlStore(ABC):
@@ -386,7 +428,7 @@ class SqlStore(ABC):
         elif isinstance(fact, RecordDisplay):
             ex(_DISPLAY, (fact.shown, int(fact.stopped), int(fact.executed), fact.turn))
         elif isinstance(fact, OpenCall):
-            ex(_OPEN_CALL, (*_key(fact.key), fact.key.tenant, fact.tool))
+            ex(_OPEN_CALL, (*_key(fact.key), fact.key.tenant, fact.tool, fact.owner))
         elif isinstance(fact, RecordDecision):
             params = (*_key(fact.key), fact.key.tenant, fact.tool, fact.state.value, fact.entry.fragments, fact.why)
             ex(_DECIDE, params)
@@ -430,6 +472,52 @@ class SqlStore(ABC):
             return ClaimResult.TAKEN
         return ClaimResult.BLOCKED
 
+    # -- leases ------------------------------------------------------------------
+
+    def renew_lease(self, owner: str, ttl: float, now: float) -> bool:
+        with self._transaction():
+            rows = self._query(_LEASE_OF, (owner,))
+            self._execute(_RENEW_LEASE, (owner, now, now + ttl))
+        return bool(rows) and float(rows[0][0]) > now
+
+    def release_lease(self, owner: str) -> None:
+        with self._transaction():
+            self._execute(_RELEASE_LEASE, (owner,))
+
+    def adopt_orphans(self, owner: str, now: float, *, own: bool) -> list[CallRow]:
+        sql = _ADOPT_AT_START if own else _ADOPT
+        params: tuple[Any, ...] = (owner, owner, owner, now) if own else (owner, owner, now)
+        with self._transaction():
+            rows = self._query(sql, params)
+        return [_call_row(row) for row in rows]
+
+    def leases(self) -> list[tuple[str, float, float]]:
+        return [(str(o), float(h), float(e)) for o, h, e in self._query(_LEASES)]
+
+    # -- retention -----------------------------------------------------------------
+
+    def prune(self, before: float, keep: int) -> dict[str, int]:
+        """Delete the ledger and audit rows written before ``before`` (a time of the
+        clock the rows were stamped with), except the newest ``keep`` of each (at least
+        one: the newest ledger row is the store's high-water mark, which its witness
+        compares at open); how many rows of each table went.
+
+        What is never deleted: the calls, their outcomes and the terminal event ids (the
+        replay protection: a replayed terminal event or claim is refused by them, however
+        late it comes), turns, current turns, quarantines, disabled tools and leases
+        (what a restart reads back). Ledger and audit rows are the record for people:
+        the decisions themselves live in ``calls``."""
+        keep = max(1, int(keep))
+        gone: dict[str, int] = {}
+        with self._transaction():
+            for table in ("ledger", "audit"):
+                gone[table] = self._execute(
+                    f"DELETE FROM {table} WHERE at < ? AND id < (SELECT coalesce(min(id), 0) FROM "
+                    f"(SELECT id FROM {table} ORDER BY id DESC LIMIT ?) newest)",
+                    (before, keep),
+                )
+        return gone
+
     # -- reading -----------------------------------------------------------------
 
     def load(self) -> Snapshot:
@@ -466,16 +554,10 @@ class SqlStore(ABC):
         snap.current = {
             (tenant, conv): turn for tenant, conv, turn in q("SELECT tenant, conversation, turn_id FROM current_turns")
         }
-        for turn, response, item, call, tenant, tool, state, fragments, nbytes in q(
-            "SELECT turn_id, response_id, item_id, call_id, tenant, tool, state, fragments, bytes FROM calls"
+        for row in q(
+            "SELECT turn_id, response_id, item_id, call_id, tenant, tool, state, fragments, bytes, owner FROM calls"
         ):
-            try:
-                parsed = State(state)
-            except ValueError:
-                raise StoreError(f"unknown call state {state!r} in the store", StoreFault.CORRUPT) from None
-            snap.calls[(turn, response, item, call)] = CallRow(
-                CallKey(tenant, turn, response, item, call), tool, parsed, int(fragments), int(nbytes)
-            )
+            snap.calls[(row[0], row[1], row[2], row[3])] = _call_row(row)
         snap.terminal_ids = {row[0] for row in q("SELECT event_id FROM terminal_ids")}
         snap.ended_responses = {(t, r) for t, r in q("SELECT turn_id, response_id FROM ended_responses")}
         snap.quarantined = {row[0] for row in q("SELECT response_id FROM quarantined")}
@@ -507,6 +589,6 @@ class SqlStore(ABC):
 
     def rows(self, table: str) -> Iterator[tuple[Any, ...]]:
         """Every row of one of this store's tables (diagnostics and tests)."""
-        if table not in DATA_TABLES:
+        if table not in DATA_TABLES and table != "leases":
             raise StoreError(f"no table {table!r}")
         yield from self._query(f"SELECT * FROM {table}")

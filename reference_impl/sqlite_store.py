@@ -53,7 +53,7 @@ from callsafe.reference_impl.effects import (
     SetTurnStatus,
 )
 from callsafe.reference_impl.errors import StoreError, StoreFault
-from callsafe.reference_impl.sql_store import TABLES, SqlStore
+from callsafe.reference_impl.sql_store import COLUMNS_ADDED, TABLES, SqlStore
 from callsafe.reference_impl.witness import Witness
 
 __all__ = ["SqliteStore", "sqlite_fault"]
@@ -165,6 +165,10 @@ class SqliteStore(SqlStore):
                 fresh = not self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
                 for ddl in TABLES:
                     self._conn.execute(ddl.format(id=_ID))
+                for table, column, kind in COLUMNS_ADDED:  # a store written before the column
+                    have = {str(r[1]) for r in self._conn.execute(f"PRAGMA table_info({table})").fetchall()}
+                    if column not in have:
+                        self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
                 if fresh:
                     self._new_identity()
             self._check_history(guard, fresh=False, create=create or memory, where=self.path)

@@ -25,6 +25,13 @@ The contract:
   (:mod:`~callsafe.reference_impl.witness`) saw committed is refused with
   :class:`~callsafe.reference_impl.errors.StoreLost`; a store that started empty would run
   every call again. Every failure is a ``StoreError`` whose ``fault`` names the cause.
+* leases (:mod:`~callsafe.reference_impl.leases`; :class:`LeaseStore`, optional):
+  :meth:`LeaseStore.renew_lease` writes an
+  instance's lease row (heartbeat and expiry), :meth:`LeaseStore.release_lease` removes it, and
+  :meth:`LeaseStore.adopt_orphans` is the **one atomic step** that makes an instance the owner
+  of the open calls whose owner's lease has expired (or is itself, at its start): each
+  such call is adopted by exactly one instance, which then fails it. A live replica's
+  calls are never adopted.
 * :meth:`Store.unknown_outcomes` lists the calls whose claim is durable but whose
   :class:`~callsafe.reference_impl.effects.RecordOutcome` is not: the executor boundary
   is *at most once with an intent record* (the claim commits before the executor runs,
@@ -37,13 +44,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from callsafe.model.lifecycle import State
 from callsafe.model.vocabulary import CallKey
 from callsafe.reference_impl.effects import Fact, LedgerEntry, RecordProgress
 
-__all__ = ["CallRow", "ClaimResult", "Ident", "Snapshot", "Store", "TurnRow", "ident_of"]
+__all__ = ["CallRow", "ClaimResult", "Ident", "LeaseStore", "Snapshot", "Store", "TurnRow", "holds_leases", "ident_of"]
 
 Ident = tuple[str, str, str, str]  # (turn, response, item, call): the tenant follows from the turn
 
@@ -79,6 +86,7 @@ class CallRow:
     state: State
     fragments: int = 0
     bytes: int = 0
+    owner: str | None = None  # the lease identity of the core that opened it
 
 
 @dataclass
@@ -128,3 +136,31 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections; the data stays."""
+
+
+class LeaseStore(Store, Protocol):
+    """A store that keeps leases (the SQL stores and the memory store): what lets replicas
+    share it without failing each other's calls (:mod:`~callsafe.reference_impl.leases`).
+    A store without them (an application's own ``Store``) is one instance's alone."""
+
+    def renew_lease(self, owner: str, ttl: float, now: float) -> bool:
+        """Write or renew ``owner``'s lease: heartbeat ``now``, expiry ``now + ttl``. True
+        when the lease was live before (False: new, released, or lapsed meanwhile)."""
+
+    def release_lease(self, owner: str) -> None:
+        """Remove ``owner``'s lease (a clean shutdown): its open calls are orphans at once."""
+
+    def adopt_orphans(self, owner: str, now: float, *, own: bool) -> list[CallRow]:
+        """Atomically make ``owner`` the owner of every open (non-terminal) call whose
+        owner holds no live lease at ``now``; with ``own`` (a start) also of the calls
+        that are ``owner``'s own or have no owner. The adopted rows, as now stored."""
+
+    def leases(self) -> list[tuple[str, float, float]]:
+        """Every lease ``(owner, heartbeat, expires)`` (for operators and tests)."""
+
+
+def holds_leases(store: Store) -> TypeGuard[LeaseStore]:
+    """Whether ``store`` keeps leases (has every method of :class:`LeaseStore`)."""
+    return all(
+        callable(getattr(store, name, None)) for name in ("renew_lease", "release_lease", "adopt_orphans", "leases")
+    )

@@ -93,7 +93,7 @@ def read_store(path: Path) -> StoreState:
     try:
         states: dict[CallKey, str] = {}
         why: dict[CallKey, str] = {}
-        for turn, response, item, call, tenant, _tool, state, _f, _b, reason in store.rows("calls"):
+        for turn, response, item, call, tenant, _tool, state, _f, _b, reason, *_owner in store.rows("calls"):
             key = CallKey(tenant, turn, response, item, call)
             states[key] = state
             why[key] = reason
