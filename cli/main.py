@@ -768,7 +768,15 @@ def _differences_from_reference(target: str, trace: Any, checked: Any, timeout: 
 )
 @click.option("--port", default=8765, show_default=True, help="Port on 127.0.0.1 (0: any free port).")
 @click.option("--event-ids", is_flag=True, help="Number the events (id:), so a reconnect with Last-Event-ID resumes.")
-def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool) -> None:
+@click.option(
+    "--max-body",
+    type=click.IntRange(min=1),
+    default=1 << 20,
+    show_default=True,
+    metavar="BYTES",
+    help="The largest request body read; a larger one gets 413 and is never read whole.",
+)
+def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool, max_body: int) -> None:
     """Serve TRACE_FILE as a provider's stream on 127.0.0.1 (the loopback provider).
 
     Point a program's SDK at it: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1,
@@ -780,7 +788,8 @@ def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool) -
     disconnects the connection drops, and the next request (the reconnect) gets the
     trace's next connection (its replay, then the rest). OpenAI Responses: GET
     .../responses/ID?stream=true&starting_after=N resumes after sequence number N; with
-    --event-ids a reconnect with Last-Event-ID gets the rest."""
+    --event-ids a reconnect with Last-Event-ID gets the rest. A request body over
+    --max-body bytes is answered 413 without reading the rest."""
     try:
         from callsafe.loopback.server import LoopbackServer, StaticTrace
     except ImportError:
@@ -794,7 +803,7 @@ def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool) -
         static = StaticTrace(protocol, trace.events, event_ids)
     except (ValueError, KeyError) as exc:
         raise click.ClickException(f"{trace_file}: {exc}") from None
-    server = LoopbackServer(port=port, static=static).start()
+    server = LoopbackServer(port=port, static=static, max_body=max_body).start()
     click.echo(f"serving {trace_file.name} as {protocol} at {server.base_url} (Ctrl-C stops)")
     try:
         server.thread.join()

@@ -20,13 +20,18 @@ Two ways to run a call, chosen by ``executor``:
   recorded is that the call was handed over. Use ``call.idempotency_key`` as the tool's
   idempotency key, so a crash between the hand-over and the tool's own commit is safe.
 
-**Thread-safety.** Every method takes one internal re-entrant lock, so one guard may be
-shared by threads and by the tasks of one event loop; the core and its store see one
-input at a time. The lock is held while an input's effects run, the validator and (in
-executor mode) the executor included: tools that take long should run in yield mode, where
-the application runs them outside the lock. Reading a stream's next item (network I/O) is
-outside the lock. A re-entrant call from inside the validator or executor (cancelling the
-turn, say) is allowed and applied at once, as the spec's "during validation" window says.
+**Thread-safety.** Every method that changes something takes one internal re-entrant lock,
+so one guard may be shared by threads and by the tasks of one event loop; the core and
+its store see one input at a time. :meth:`Guard.status` and
+:meth:`Guard.pending_confirmations` read without it, so they answer while another thread
+waits on the store; the store's claim, not the lock, is what makes a call run once. The
+lock is held while an input's effects run, the validator and (in executor mode) the
+executor included: tools that take long should run in yield mode, where the application
+runs them outside the lock. Reading a stream's next item (network I/O) is outside the
+lock. A re-entrant call from inside the validator or executor (cancelling the turn, say)
+is allowed and applied at once, as the spec's "during validation" window says. Every
+PostgreSQL operation is bounded on the client (``store_timeout``), so a thread waiting
+for the lock behind a stalled store waits a bounded time too.
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ from callsafe.guard.errors import (
 )
 from callsafe.guard.inputs import SKIP, check_protocol, detect_protocol, error_event_of, payload_of
 from callsafe.guard.stores import describe_store, open_store
-from callsafe.guard.telemetry import LOGGER_NAME, Telemetry, log_observation
+from callsafe.guard.telemetry import LOGGER_NAME, Telemetry, log_event, log_observation
 from callsafe.model.lifecycle import TERMINAL_STATES
 from callsafe.model.vocabulary import (
     CallKey,
@@ -204,7 +209,9 @@ class Guard:
     store (default: a unique one; a stable one makes a restart take its own leftover
     calls at once); ``lease_seconds``: how long its lease outlives its last heartbeat,
     i.e. how long a killed guard's calls in flight wait before a replica fails them;
-    ``heartbeat``: renew the lease from a thread (False: call :meth:`heartbeat`)."""
+    ``heartbeat``: renew the lease from a thread (False: call :meth:`heartbeat`);
+    ``store_timeout``: the client-side bound in seconds of one PostgreSQL operation
+    (default 40; see ``docs/guard.md``, "Bounded stalls")."""
 
     def __init__(
         self,
@@ -224,6 +231,7 @@ class Guard:
         instance: str | None = None,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         heartbeat: bool = True,
+        store_timeout: float | None = None,
     ) -> None:
         if executor is not None and not callable(executor):
             raise ConfigError("executor is a callable taking a ToolCall, or None (yield mode)")
@@ -255,7 +263,7 @@ class Guard:
             raise ConfigError("lease_seconds is a positive number of seconds")
         self.instance = instance or new_identity()
         self.store_kind = describe_store(store)
-        self._store = open_store(store, create=create, namespace=namespace)
+        self._store = open_store(store, create=create, namespace=namespace, operation_timeout=store_timeout)
         try:
             self._lease = Lease(self._store, self.instance, lease_seconds, clock) if holds_leases(self._store) else None
         except ValueError as exc:
@@ -264,11 +272,13 @@ class Guard:
         try:
             adopted = self._lease.acquire() if self._lease is not None else []
             if adopted:
-                self._log.warning(
-                    "guard %s: %d call(s) in flight of a stopped instance taken over, to be failed",
-                    self.instance,
-                    len(adopted),
-                    extra={"callsafe_event": "calls_taken_over", "callsafe_count": len(adopted)},
+                log_event(
+                    self._log,
+                    logging.WARNING,
+                    "calls_taken_over",
+                    "guard %(instance)s: %(count)s call(s) in flight of a stopped instance taken over, to be failed",
+                    instance=self.instance,
+                    count=len(adopted),
                 )
             owner = self.instance if self._lease is not None else None
             self._core = Core(
@@ -291,11 +301,13 @@ class Guard:
                 on_confirmation=self._confirmation_requested,
             )
             for key, tool in self._store.unknown_outcomes():
-                self._log.warning(
-                    "call %s (%s): claimed before a crash, outcome unknown",
-                    key,
-                    tool,
-                    extra={"callsafe_event": "unknown_outcome", "callsafe_key": str(key), "callsafe_tool": tool},
+                log_event(
+                    self._log,
+                    logging.WARNING,
+                    "unknown_outcome",
+                    "call %(key)s (%(tool)s): claimed before a crash, outcome unknown",
+                    key=key,
+                    tool=tool,
                 )
             self._driver.run(self._core.start())
         except StoreError as exc:
@@ -330,12 +342,14 @@ class Guard:
                 if self._lease is not None:
                     self._lease.release()
             except StoreError as exc:  # the lease then expires by itself
-                self._log.warning(
-                    "guard %s: lease not released (%s): it expires in %g s",
-                    self.instance,
-                    exc.fault,
-                    self._lease.ttl if self._lease is not None else 0.0,
-                    extra={"callsafe_event": "lease_not_released"},
+                log_event(
+                    self._log,
+                    logging.WARNING,
+                    "lease_not_released",
+                    "guard %(instance)s: lease not released (%(fault)s): it expires in %(ttl)s s",
+                    instance=self.instance,
+                    fault=exc.fault,
+                    ttl=self._lease.ttl if self._lease is not None else 0.0,
                 )
             finally:
                 self._store.close()
@@ -357,11 +371,13 @@ class Guard:
         except StoreError as exc:
             raise GuardStoreError(f"the lease could not be renewed: {exc}", exc.fault) from exc
         if not live:
-            self._log.warning(
-                "guard %s: its lease had lapsed before this heartbeat; other replicas may have failed its calls "
-                "in flight",
-                self.instance,
-                extra={"callsafe_event": "lease_lapsed"},
+            log_event(
+                self._log,
+                logging.WARNING,
+                "lease_lapsed",
+                "guard %(instance)s: its lease had lapsed before this heartbeat; other replicas may have failed "
+                "its calls in flight",
+                instance=self.instance,
             )
         with self._lock:
             self._check_open()
@@ -371,11 +387,14 @@ class Guard:
                 raise GuardStoreError(f"the store failed: {exc}", exc.fault) from exc
             if not rows:
                 return 0
-            self._log.warning(
-                "guard %s: %d call(s) in flight of an instance whose lease expired taken over, to be failed",
-                self.instance,
-                len(rows),
-                extra={"callsafe_event": "calls_taken_over", "callsafe_count": len(rows)},
+            log_event(
+                self._log,
+                logging.WARNING,
+                "calls_taken_over",
+                "guard %(instance)s: %(count)s call(s) in flight of an instance whose lease expired taken over, "
+                "to be failed",
+                instance=self.instance,
+                count=len(rows),
             )
             self._input = next(self._inputs)
             try:
@@ -396,12 +415,14 @@ class Guard:
         if isinstance(exc, ClosedGuard):
             return
         fault = getattr(exc, "fault", None)
-        self._log.warning(
-            "guard %s: heartbeat failed (%s); the lease expires %g s after the last renewal",
-            self.instance,
-            getattr(fault, "value", type(exc).__name__),
-            self._lease.ttl if self._lease is not None else 0.0,
-            extra={"callsafe_event": "heartbeat_failed"},
+        log_event(
+            self._log,
+            logging.WARNING,
+            "heartbeat_failed",
+            "guard %(instance)s: heartbeat failed (%(fault)s); the lease expires %(ttl)s s after the last renewal",
+            instance=self.instance,
+            fault=getattr(fault, "value", type(exc).__name__),
+            ttl=self._lease.ttl if self._lease is not None else 0.0,
         )
 
     # -- turns ---------------------------------------------------------------------
@@ -454,9 +475,10 @@ class Guard:
     # -- confirmation --------------------------------------------------------------
 
     def pending_confirmations(self) -> list[ToolCall]:
-        """Calls that passed every check and wait for the user's answer."""
-        with self._lock:
-            return list(self._confirmations.values())
+        """Calls that passed every check and wait for the user's answer. Read without the
+        lock (a copy of the dict, made at once): it answers while another thread is in
+        store I/O."""
+        return list(self._confirmations.copy().values())
 
     def confirm(self, call: ToolCall | CallKey, approved: bool = True) -> ToolCall | None:
         """The user's answer. When approved and still permitted, the call runs (executor
@@ -521,12 +543,15 @@ class Guard:
 
     def status(self, turn_id: str) -> str | None:
         """What the user sees for the turn: ``preparing``, ``awaiting_confirmation``,
-        ``done``, ``retry``, ``handoff`` (None before anything was shown)."""
-        with self._lock:
-            state = self._core.turns.get(turn_id)
-            if state is None:
-                raise UnknownTurn(f"no turn {turn_id!r} in this guard's store")
-            return state.shown or None
+        ``done``, ``retry``, ``handoff`` (None before anything was shown).
+
+        Read without the guard's lock, so it answers at once while another thread is in
+        store I/O (a stalled database included): the status last shown, which one input
+        sets in one assignment (a reader sees it before or after, never half-made)."""
+        state = self._core.turns.get(turn_id)
+        if state is None:
+            raise UnknownTurn(f"no turn {turn_id!r} in this guard's store")
+        return state.shown or None
 
     def ledger(self) -> list[LedgerRecord]:
         """Every decision, oldest first (from the store: all replicas' rows)."""
@@ -643,22 +668,31 @@ class Guard:
         self._confirmations.pop(key, None)
         call = ToolCall(key, tool, arguments, actor, traceparent)
         attributes = {"callsafe.tool": tool, "callsafe.call_key": str(key), "callsafe.tenant": key.tenant}
-        extra = {"callsafe_event": "execute", "callsafe_key": str(key), "callsafe_tool": tool}
         with self._telemetry.execute(traceparent, attributes) as span:
             if self._executor is None:
                 self._ready.append(call)
-                self._log.info("call %s (%s): handed over", key, tool, extra=extra)
+                log_event(
+                    self._log, logging.INFO, "execute", "call %(key)s (%(tool)s): handed over", key=key, tool=tool
+                )
                 return
             try:
                 result = self._executor(call)
             except Exception as exc:
                 self._ready.append(dataclasses.replace(call, ran=True, error=exc))
-                self._log.warning("call %s (%s): executor raised %s", key, tool, type(exc).__name__, extra=extra)
+                log_event(
+                    self._log,
+                    logging.WARNING,
+                    "execute",
+                    "call %(key)s (%(tool)s): executor raised %(error)s",
+                    key=key,
+                    tool=tool,
+                    error=type(exc).__name__,
+                )
                 if span is not None:
                     span.set_attribute("callsafe.outcome", f"raised {type(exc).__name__}")
                 raise  # the driver records "raised <Type>": never run again
             self._ready.append(dataclasses.replace(call, ran=True, result=result))
-            self._log.info("call %s (%s): ran", key, tool, extra=extra)
+            log_event(self._log, logging.INFO, "execute", "call %(key)s (%(tool)s): ran", key=key, tool=tool)
             if span is not None:
                 span.set_attribute("callsafe.outcome", "returned")
 
@@ -866,11 +900,13 @@ class StreamReader:
                 self.guard._deliver_all(self._parser.finish(clean=False))
         self._ended = True
         self.guard._telemetry.end(self._span, {"callsafe.calls": self.calls, "callsafe.clean": False}, error)
-        self.guard._log.warning(
-            "stream of turn %s failed: %s",
-            self.turn.id,
-            type(exc).__name__,
-            extra={"callsafe_event": "stream_error", "callsafe_turn": self.turn.id},
+        log_event(
+            self.guard._log,
+            logging.WARNING,
+            "stream_error",
+            "stream of turn %(turn)s failed: %(error)s",
+            turn=self.turn.id,
+            error=type(exc).__name__,
         )
         if error is exc:
             raise error

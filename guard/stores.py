@@ -33,10 +33,20 @@ def _sqlite_path(url: str) -> Path:
     return Path(rest)
 
 
-def open_store(store: str | Store, *, create: bool, namespace: str | None) -> Store:
-    """The open store for ``store`` (see the module docstring). Raises
+def open_store(
+    store: str | Store, *, create: bool, namespace: str | None, operation_timeout: float | None = None
+) -> Store:
+    """The open store for ``store`` (see the module docstring). ``operation_timeout``
+    bounds each PostgreSQL operation on the client (None: the store's default,
+    :data:`~callsafe.reference_impl.postgres_store.OPERATION_TIMEOUT`). Raises
     :class:`~callsafe.guard.errors.ConfigError` for a URL it does not know and
     :class:`~callsafe.guard.errors.GuardStoreError` (with the fault) when opening fails."""
+    if operation_timeout is not None and not (
+        isinstance(operation_timeout, (int, float))
+        and not isinstance(operation_timeout, bool)
+        and 0 < operation_timeout < float("inf")
+    ):
+        raise ConfigError("store_timeout is a positive number of seconds, or None")
     if not isinstance(store, str):
         if not all(hasattr(store, m) for m in ("load", "apply", "claim", "ledger", "unknown_outcomes")):
             raise ConfigError(f"store is a URL or a Store, got {type(store).__name__}")
@@ -54,7 +64,11 @@ def open_store(store: str | Store, *, create: bool, namespace: str | None) -> St
         if store.startswith(("postgresql://", "postgres://")):
             from callsafe.reference_impl.postgres_store import PostgresStore
 
-            return PostgresStore(store, namespace or DEFAULT_NAMESPACE, create=create)
+            if operation_timeout is None:
+                return PostgresStore(store, namespace or DEFAULT_NAMESPACE, create=create)
+            return PostgresStore(
+                store, namespace or DEFAULT_NAMESPACE, create=create, operation_timeout=float(operation_timeout)
+            )
     except StoreError as exc:
         hint = "" if create else " (a first start passes create=True, or run `callsafe store init`)"
         raise GuardStoreError(f"cannot open the store: {exc}{hint}", exc.fault) from exc

@@ -17,7 +17,9 @@ Log lines go to the stdlib logger ``callsafe.guard`` with ``extra=`` fields
 (``callsafe_event``, ``callsafe_key``, ``callsafe_tool``, ``callsafe_decision``, ...), so a
 JSON log formatter gets them as fields. Nothing logged carries an argument value: ledger
 rows are value-free by construction (the reference implementation redacts schema
-problems), and the guard logs identifiers and fixed wording only.
+problems), and the guard logs identifiers and fixed wording only. Every identifier is
+escaped first (:func:`log_event`): they come from the provider's stream, and a raw ESC,
+CR/LF or bidirectional override in a log line would forge or hide what an operator reads.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from callsafe.model.vocabulary import AuditRow, ConfirmationRequested, LedgerRow, LogLine, Observation, StatusShown
+from callsafe.safe_text import printable
 
-__all__ = ["LOGGER_NAME", "Telemetry", "log_observation"]
+__all__ = ["LOGGER_NAME", "Telemetry", "log_event", "log_observation", "safe_field"]
 
 LOGGER_NAME = "callsafe.guard"
 # A library configures no output of its own: the application's logging config decides
@@ -105,50 +108,76 @@ class Telemetry:
                 otel_context.detach(token)
 
 
-def log_observation(logger: logging.Logger, obs: Observation) -> None:
-    """One structured line for what the guard shows or writes (never argument values)."""
-    if not logger.isEnabledFor(logging.INFO):
+def safe_field(value: object) -> object:
+    """A log field as it may reach a log: text with every control, bidirectional and
+    line-separator character escaped (:func:`callsafe.safe_text.printable`, newlines and
+    tabs too: a field is one line), lists and tuples item by item, numbers, booleans and
+    None as they are, anything else as its escaped ``str``."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [safe_field(v) for v in value]
+    return printable(str(value), newlines=False)
+
+
+def log_event(logger: logging.Logger, level: int, event: str, template: str, **fields: object) -> None:
+    """One log record of the guard: ``template`` is fixed wording with ``%(name)s``
+    placeholders for ``fields``; every field is escaped (:func:`safe_field`) before it is
+    formatted into the message, and the same escaped fields ride along as ``extra=``
+    attributes ``callsafe_<name>`` beside ``callsafe_event``, so a JSON handler gets them
+    as fields and a plain one the message, and neither sees a raw control character.
+
+    Why every value: call ids, tool names, response ids, turn and tenant ids and reasons
+    come from the provider's stream or the application's callers, and a log line is read
+    on a terminal (ESC, OSC 8 links), split on CR/LF (forged lines) or rendered with
+    bidirectional reordering."""
+    if not logger.isEnabledFor(level):
         return
+    safe = {name: safe_field(value) for name, value in fields.items()}
+    extra: dict[str, object] = {"callsafe_event": event}
+    extra.update((f"callsafe_{name}", value) for name, value in safe.items())
+    # one mapping argument: logging formats ``%(name)s`` placeholders from it
+    logger.log(level, template, safe, extra=extra)
+
+
+def log_observation(logger: logging.Logger, obs: Observation) -> None:
+    """One structured line for what the guard shows or writes (never argument values).
+    Each goes through :func:`log_event`, which formats nothing for a level the logger drops
+    (an operator control is a warning: it is logged by a logger set to WARNING)."""
     if isinstance(obs, LedgerRow):
-        logger.info(
-            "call %s: %s",
-            obs.key,
-            obs.decision,
-            extra={
-                "callsafe_event": "decision",
-                "callsafe_key": str(obs.key),
-                "callsafe_decision": obs.decision,
-                "callsafe_parse": obs.parse,
-                "callsafe_validation": obs.validation,
-                "callsafe_fragments": obs.fragments,
-                "callsafe_terminal_reason": obs.terminal_reason,
-            },
+        log_event(
+            logger,
+            logging.INFO,
+            "decision",
+            "call %(key)s: %(decision)s",
+            key=obs.key,
+            decision=obs.decision,
+            parse=obs.parse,
+            validation=obs.validation,
+            fragments=obs.fragments,
+            terminal_reason=obs.terminal_reason,
         )
     elif isinstance(obs, StatusShown):
-        logger.info(
-            "turn %s: status %s",
-            obs.turn,
-            obs.status,
-            extra={"callsafe_event": "status", "callsafe_turn": obs.turn, "callsafe_status": obs.status},
-        )
+        log_event(logger, logging.INFO, "status", "turn %(turn)s: status %(status)s", turn=obs.turn, status=obs.status)
     elif isinstance(obs, AuditRow):
-        logger.warning(
-            "operator %s (%s): %d call(s) stopped",
-            obs.action,
-            obs.reason,
-            len(obs.keys),
-            extra={
-                "callsafe_event": "operator",
-                "callsafe_action": obs.action,
-                "callsafe_reason": obs.reason,
-                "callsafe_keys": [str(k) for k in obs.keys],
-            },
+        log_event(
+            logger,
+            logging.WARNING,
+            "operator",
+            "operator %(action)s (%(reason)s): %(count)d call(s) stopped",
+            action=obs.action,
+            reason=obs.reason,
+            count=len(obs.keys),
+            keys=[str(k) for k in obs.keys],
         )
     elif isinstance(obs, ConfirmationRequested):
-        logger.info(
-            "call %s: confirmation requested",
-            obs.key,
-            extra={"callsafe_event": "confirmation", "callsafe_key": str(obs.key), "callsafe_tool": obs.tool},
+        log_event(
+            logger,
+            logging.INFO,
+            "confirmation",
+            "call %(key)s (%(tool)s): confirmation requested",
+            key=obs.key,
+            tool=obs.tool,
         )
     elif isinstance(obs, LogLine):
-        logger.info("%s", obs.text, extra={"callsafe_event": "note"})
+        log_event(logger, logging.INFO, "note", "%(text)s", text=obs.text)

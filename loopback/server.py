@@ -36,6 +36,12 @@ Requests are routed by their path's end: ``.../chat/completions`` (``openai-chat
 SDK adds ``/v1``, and for Gemini, whose SDKs add ``/v1beta/models/...``). Gemini is served
 as SSE only: without ``alt=sse`` the API streams one JSON array instead, which is refused
 here with a 400 that says so rather than answered in a form the trace was not cut for.
+
+Bounded by what it reads: a request body over ``max_body`` (:data:`MAX_BODY`, 1 MiB;
+``callsafe serve --max-body``) gets a 413 and a closed connection, and the rest of it is
+never read. uvicorn's log records (``CALLSAFE_LOOPBACK_LOG=info`` shows every request)
+are escaped (:class:`callsafe.safe_text.EscapedRecords`): a request's path is the
+client's, and uvicorn logs it percent-decoded, control characters and all.
 """
 
 from __future__ import annotations
@@ -60,9 +66,11 @@ from callsafe.providers.eventstream import CONTENT_TYPE as EVENTSTREAM
 from callsafe.providers.eventstream import bedrock_frame, frame_chunks
 from callsafe.providers.sse import DONE, cut, encode_event
 from callsafe.providers.streams import as_servers_send, render_payloads
+from callsafe.safe_text import escape_logger
 
 __all__ = [
     "ENDPOINTS",
+    "MAX_BODY",
     "LiveStream",
     "LoopbackServer",
     "StaticTrace",
@@ -78,6 +86,10 @@ ENDPOINTS: Final = {
     "/converse-stream": "bedrock-converse",  # .../model/{modelId}/converse-stream
 }
 KEEP_ALIVE: Final = b": keep-alive\n\n"
+# The largest request body read (1 MiB): the body is read only to tell an agent's follow-up
+# request, and a request far larger than any conversation is refused with 413 before (by
+# its Content-Length) or as soon as (chunked) it passes the cap, so memory stays bounded.
+MAX_BODY: Final = 1 << 20
 # Gemini streams get no keep-alive comment: the google-genai SDK (2.34) parses every line of
 # the body that is not ``data:`` as JSON (``_api_client.py``, ``_load_json_from_response``),
 # so one comment line fails the whole stream, and the Gemini API sends none.
@@ -270,8 +282,17 @@ class StaticTrace:
 class LoopbackServer:
     """uvicorn on 127.0.0.1 in a thread of its own; ``port=0`` takes a free port."""
 
-    def __init__(self, port: int = 0, static: StaticTrace | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        port: int = 0,
+        static: StaticTrace | None = None,
+        host: str = "127.0.0.1",
+        max_body: int = MAX_BODY,
+    ) -> None:
+        if max_body < 1:
+            raise ValueError("max_body is a positive number of bytes")
         self.static = static
+        self.max_body = max_body
         self.channels: dict[str, asyncio.Queue[LiveStream]] = {}
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -282,6 +303,8 @@ class LoopbackServer:
             self.app, log_level=level, access_log=level != "critical", lifespan="off", ws="none", interface="asgi3"
         )
         self.server = uvicorn.Server(config)
+        for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+            escape_logger(name)  # a request's path and headers are the client's: escaped in every record
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, name="callsafe-loopback", daemon=True)
         self.requests = 0
@@ -329,12 +352,15 @@ class LoopbackServer:
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        body = bytearray()
-        while True:  # the request body: only whether it carries tool results is read
-            part = await receive()
-            body += part.get("body", b"")
-            if not part.get("more_body", False):
-                break
+        body = await self._body(scope, receive)
+        if body is None:
+            await _json(
+                send,
+                413,
+                {"error": {"message": f"request body over {self.max_body} bytes (callsafe serve --max-body)"}},
+                close=True,
+            )
+            return
         self.requests += 1
         protocol = _route(str(scope.get("path", "")))
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
@@ -374,6 +400,30 @@ class LoopbackServer:
             return
         await _start_stream(send, protocol)
         await stream.serve(send)
+
+    async def _body(self, scope: Scope, receive: Receive) -> bytes | None:
+        """The request body, or None when it is over :attr:`max_body` bytes: refused by its
+        ``Content-Length`` before a byte of it is read, or (chunked) as soon as what arrived
+        passes the cap; the rest is never read (the 413 closes the connection)."""
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    return None  # uvicorn refuses a malformed length itself; never read one
+                if declared > self.max_body:
+                    return None
+        body = bytearray()
+        while True:  # only whether it carries tool results is read
+            part = await receive()
+            if part.get("type") == "http.disconnect":
+                break
+            body += part.get("body", b"")
+            if len(body) > self.max_body:
+                return None
+            if not part.get("more_body", False):
+                break
+        return bytes(body)
 
     async def _resume_static(self, send: Send, query: str) -> None:
         """``GET .../responses/{id}?stream=true&starting_after=N``: OpenAI's resume of a
@@ -490,9 +540,12 @@ async def _start_stream(send: Send, protocol: str) -> None:
     )
 
 
-async def _json(send: Send, status: int, body: Mapping[str, Any]) -> None:
+async def _json(send: Send, status: int, body: Mapping[str, Any], *, close: bool = False) -> None:
     data = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+    headers = [(b"content-type", b"application/json")]
+    if close:  # the request's body was not read: the connection cannot carry another request
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": data, "more_body": False})
 
 
