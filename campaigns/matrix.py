@@ -19,7 +19,7 @@ Why it is built this way:
   trace as it ran, the findings, the payloads the library read) and the standalone script
   that reproduces the finding with the library alone (``targets/repro``, mapped in
   :mod:`callsafe.targets.findings`), and the counterexample is written as a trace file
-  that ``callsafe replay FILE --target <row>`` runs again.
+  that ``callsafe replay FILE <row>`` runs again.
 * **Stable.** Everything but the timings is a function of the options and the installed
   versions: the generators are deterministic given the seed, rows run one after another
   in a fixed order, and the JSON keeps everything that depends on the clock under
@@ -51,6 +51,7 @@ from callsafe.certify.harness import (
     Options,
     certify,
 )
+from callsafe.certify.targets import replay_command
 from callsafe.certify.wire import ABSTRACT, NotRepresentable, prepare
 from callsafe.model.invariants import INVARIANTS
 from callsafe.model.vocabulary import (
@@ -659,7 +660,7 @@ def _markdown_tail(m: Matrix, files: MatrixFiles | None) -> list[str]:
             replay = ""
             if files is not None and (r.row.spec, cell.invariant) in files.counterexamples:
                 path = files.counterexamples[(r.row.spec, cell.invariant)]
-                replay = f"; replay it: `callsafe replay {path} --target {r.row.spec}`"
+                replay = f"; replay it: `{replay_command(path, r.row.spec)}`"
             lines += [
                 f"Minimal counterexample ({ce['events']} events, from the {ce['generator']} generator{replay}):",
                 "",
@@ -782,7 +783,7 @@ def _html_tail(m: Matrix, files: MatrixFiles | None) -> list[str]:
                 replay = ""
                 if files is not None and (r.row.spec, inv.id) in files.counterexamples:
                     path = files.counterexamples[(r.row.spec, inv.id)]
-                    replay = f" Replay: <code>callsafe replay {escape(path)} --target {escape(r.row.spec)}</code>."
+                    replay = f" Replay: <code>{escape(replay_command(path, r.row.spec))}</code>."
                 source = f"{ce['events']} events, {escape(ce['generator'])} generator"
                 parts.append(f"<p>Minimal counterexample ({source}).{replay}</p>")
                 parts.append("<pre>" + escape("\n".join(ce["steps"])) + "</pre><ul>")

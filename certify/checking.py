@@ -44,14 +44,28 @@ from callsafe.providers.adversities import WireTrace
 
 __all__ = [
     "BYTE_CAPS",
+    "HANG_LIMIT",
     "Checked",
     "Counterexample",
     "Example",
     "check_trace",
+    "hung",
     "run_checked",
     "run_partition",
     "run_pieces",
 ]
+
+# Consecutive hangs after which a run stops (``--max-hangs``): a target that hangs on every
+# trace would otherwise cost the per-trace timeout on each of thousands of traces, and three
+# in a row (each a fresh target) is evidence enough that the next one will hang too.
+HANG_LIMIT: Final = 3
+
+
+def hung(result: TraceResult) -> bool:
+    """Whether the target hung on this trace (a hang that broke the run); a trace that was
+    not applicable never ran and is neither a hang nor evidence against one."""
+    judgement = result.judgement
+    return judgement is not None and any(e.kind == "hang" and e.breaks_run for e in judgement.errors)
 
 
 @dataclass
@@ -185,12 +199,12 @@ def _run_checked_wire(target: Target, capabilities: frozenset[str], trace: Trace
     return Checked(trace, (), run, oracle, judgement)
 
 
-def check_trace(target: str | TargetFactory, trace: Trace) -> Checked:
+def check_trace(target: str | TargetFactory, trace: Trace, timeout: float | None = DEFAULT_TRACE_TIMEOUT) -> Checked:
     """Run one trace against a fresh target and judge it (``callsafe replay``, and the
-    pytest files written for counterexamples)."""
+    pytest files written for counterexamples); ``timeout`` is the per-trace timeout."""
     factory = resolve_target(target) if isinstance(target, str) else target
     info = describe(factory, target if isinstance(target, str) else None)
-    return run_checked(factory, info.capabilities, trace)
+    return run_checked(factory, info.capabilities, trace, timeout)
 
 
 def _result(generator: str, index: int, name: str, checked: Checked, seconds: float) -> TraceResult:
@@ -233,12 +247,16 @@ def run_pieces(
     deadline: float | None,
     worker: str = "",
     timeout: float | None = DEFAULT_TRACE_TIMEOUT,
+    max_hangs: int = 0,
 ) -> Iterator[PartitionResult]:
     """Make a partition's traces here and run each against a fresh target, handing the
     results back one trace at a time; the last piece has what the enumeration skipped after
-    the last trace, and ``complete=False`` when ``deadline`` stopped the partition."""
+    the last trace, and ``complete=False`` when ``deadline`` stopped the partition.
+    ``max_hangs`` (0: never) ends the partition after that many consecutive hangs: its
+    results then end with them, and the harness, counting the same way, stops the run."""
     stats = ExhaustiveStats()
     skipped = 0
+    hangs = 0
     for offset, trace in enumerate(partition.traces(stats)):
         if deadline is not None and time.time() > deadline:
             yield PartitionResult(partition, [], stats.skipped - skipped, False, worker)
@@ -248,6 +266,10 @@ def run_pieces(
         result = _run_one(factory, capabilities, partition.generator, partition.start + offset, trace, timeout, cap)
         yield PartitionResult(partition, [result], stats.skipped - skipped, worker=worker)
         skipped = stats.skipped
+        if result.applicable:
+            hangs = hangs + 1 if hung(result) else 0
+        if max_hangs and hangs >= max_hangs:
+            break
     yield PartitionResult(partition, [], stats.skipped - skipped, worker=worker)
 
 
@@ -258,6 +280,7 @@ def run_partition(
     deadline: float | None = None,
     worker: str = "",
     timeout: float | None = DEFAULT_TRACE_TIMEOUT,
+    max_hangs: int = 0,
 ) -> PartitionResult:
     """A partition's results in one piece (as a worker sends them back), until ``deadline``
     (a :func:`time.time` value: comparable across the processes of a machine, and across
@@ -265,7 +288,7 @@ def run_partition(
     results: list[TraceResult] = []
     skipped = 0
     complete = True
-    for piece in run_pieces(factory, capabilities, partition, deadline, worker, timeout):
+    for piece in run_pieces(factory, capabilities, partition, deadline, worker, timeout, max_hangs):
         results += piece.results
         skipped += piece.skipped
         complete = piece.complete

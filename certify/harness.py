@@ -54,10 +54,12 @@ from typing import Any, Final
 from callsafe import __version__
 from callsafe.certify.checking import (
     BYTE_CAPS,
+    HANG_LIMIT,
     Checked,
     Counterexample,
     Example,
     check_trace,
+    hung,
     run_checked,
     run_partition,
 )
@@ -130,9 +132,13 @@ TRACES_GENERATOR: Final = "traces"  # the user's own trace files (--traces DIR)
 EXIT_OK: Final = 0  # certified: nothing violated, no target error
 EXIT_VIOLATED: Final = 1  # an invariant violated
 EXIT_USAGE: Final = 2  # a usage error (click's own code)
-EXIT_TARGET_ERRORS: Final = 3  # the target raised or hung, and nothing was violated
+EXIT_TARGET_ERRORS: Final = 3  # the target raised or hung, or no trace ran, and nothing was violated
 EXIT_INTERRUPTED: Final = 130  # Ctrl-C: a partial report was written, nothing violated so far
 BROKEN_KEPT: Final = 20  # broken traces kept in full (the report counts them all)
+# With --max-hangs N > 0, a run also stops once hangs are HANG_SHARE of the traces run, from
+# HANG_SHARE_MIN traces on: a target that hangs on every other trace is caught as well.
+HANG_SHARE: Final = 0.5
+HANG_SHARE_MIN: Final = 10
 # The concrete domains (callsafe.generators.domain): "rich", the default, or "plain", the
 # single domain of the generators before it (one tenant, one tool, {"v":100}, roomy caps).
 DOMAINS: Final = ("rich", "plain")
@@ -204,6 +210,9 @@ class Options:
     fail_fast: bool = False  # stop at the first violation or target error
     scenarios: tuple[str, ...] = ()  # fnmatch patterns: the catalog scenarios to run (none: all)
     traces_dir: str | None = None  # a folder of the user's trace files (the "traces" generator)
+    # Stop the run after this many consecutive hangs, or when hangs are at least half of at
+    # least HANG_SHARE_MIN traces run (0: never stop for hangs); see Certification.stop_reason.
+    max_hangs: int = HANG_LIMIT
 
     def __post_init__(self) -> None:
         unknown = set(self.generators) - set(KNOWN_GENERATORS)
@@ -213,6 +222,8 @@ class Options:
             raise ValueError("workers >= 1, depth >= 0 and a positive budget")
         if self.walks < 0:
             raise ValueError("walks >= 0")
+        if self.max_hangs < 0:
+            raise ValueError("--max-hangs is at least 0 (0: never stop for hangs)")
         if self.trace_timeout is not None and self.trace_timeout <= 0:
             raise ValueError("a positive --trace-timeout")
         if TRACES_GENERATOR in self.generators and not self.traces_dir:
@@ -249,6 +260,7 @@ class Options:
             "fail_fast": self.fail_fast,
             "scenarios": list(self.scenarios),
             "traces_dir": self.traces_dir,
+            "max_hangs": self.max_hangs,
         }
 
 
@@ -259,7 +271,7 @@ def _executor(options: Options, factory: TargetFactory, info: TargetInfo) -> Exe
 
         return DaskExecutor(options.scheduler, info, size)
     if options.workers > 1:
-        return Processes(info, options.workers, size, options.trace_timeout)
+        return Processes(info, options.workers, size, options.trace_timeout, options.max_hangs)
     return InProcess(factory, info.capabilities, options.trace_timeout)
 
 
@@ -374,7 +386,9 @@ class Certification:
     execution: Execution = field(default_factory=Execution)  # how it ran, never what it found
     broken: list[BrokenTrace] = field(default_factory=list)  # the first BROKEN_KEPT broken traces
     broken_count: dict[str, int] = field(default_factory=dict)  # "error" | "hang" | "crash" -> traces
-    stopped: str | None = None  # None, "interrupted" (Ctrl-C: the report is partial) or "fail-fast"
+    # None, "interrupted" (Ctrl-C: the report is partial), "fail-fast" or "hangs" (the target kept hanging)
+    stopped: str | None = None
+    stop_reason: str = ""  # why the run stopped early, in words (for "hangs")
     scenarios: list[ScenarioResult] = field(default_factory=list)  # per named trace, in run order
     # Wire runs judged under another defensible reading of their stream than the protocol's
     # own parser (:mod:`callsafe.certify.wire_readings`), by reading (with its operator).
@@ -420,13 +434,17 @@ class Certification:
 
     @property
     def verdict(self) -> str:
-        """ "pass", "fail" (a violation), "target_errors" (none, but the target broke runs)
-        or "partial" (interrupted before anything of the kind)."""
+        """ "pass", "fail" (a violation), "target_errors" (none, but the target broke runs),
+        "partial" (interrupted before anything of the kind) or "nothing_ran" (no trace ran:
+        every one needed a capability the target lacks, or none was selected; a run that
+        checked nothing certifies nothing)."""
         if self.violated:
             return "fail"
         if self.broken_traces:
             return "target_errors"
-        return "partial" if self.partial else "pass"
+        if self.partial:
+            return "partial"
+        return "nothing_ran" if self.traces_run == 0 else "pass"
 
     @property
     def exit_code(self) -> int:
@@ -435,6 +453,7 @@ class Certification:
             "fail": EXIT_VIOLATED,
             "target_errors": EXIT_TARGET_ERRORS,
             "partial": EXIT_INTERRUPTED,
+            "nothing_ran": EXIT_TARGET_ERRORS,
         }[self.verdict]
 
     @property
@@ -655,8 +674,14 @@ def certify(
         raise
     except Exception as exc:  # the factory (or the target's attributes) raised: a target error, no traces
         return _unbuildable(spec, options, error_from_exception(exc, "factory"))
-    except TraceTimeout as hung:  # the factory never returned
-        return _unbuildable(spec, options, TargetError("hang", "factory", str(hung), None, hung.stack))
+    except TraceTimeout as timeout:  # the factory never returned
+        return _unbuildable(spec, options, TargetError("hang", "factory", str(timeout), None, timeout.stack))
+    handshake = info.run.get("handshake_error")
+    if isinstance(handshake, str):  # a program that never answered init properly: nothing can run
+        error = TargetError(
+            "hang" if info.run.get("handshake_error_kind") == "hang" else "crash", "factory", handshake[:500]
+        )
+        return _unbuildable(spec, options, error, info)
     if (options.workers > 1 or options.scheduler) and not isinstance(target, str):
         raise ValueError(
             "--workers and --scheduler need a target named by a string ('module:factory'), built in each worker"
@@ -684,6 +709,31 @@ def certify(
     readings: dict[str, ReadingTaken] = {}
     budget_exhausted = False
     stopped: str | None = None
+    hangs = {"consecutive": 0, "total": 0, "ran": 0}
+    stop_reason = ""
+
+    def too_many_hangs(result: TraceResult) -> str:
+        """Why the run stops for hangs after this result, or "" (see Options.max_hangs)."""
+        if not options.max_hangs or not result.applicable:
+            return ""
+        hangs["ran"] += 1
+        if hung(result):
+            hangs["consecutive"] += 1
+            hangs["total"] += 1
+        else:
+            hangs["consecutive"] = 0
+        timeout = f"{options.trace_timeout:g} s" if options.trace_timeout else "its own timeout"
+        if hangs["consecutive"] and hangs["consecutive"] >= options.max_hangs:
+            return (
+                f"the target hung on {hangs['consecutive']} traces in a row (each stopped after {timeout}; "
+                f"--max-hangs {options.max_hangs}): the rest of the run would hang too"
+            )
+        if hangs["ran"] >= HANG_SHARE_MIN and hangs["total"] >= HANG_SHARE * hangs["ran"]:
+            return (
+                f"the target hung on {hangs['total']} of the {hangs['ran']} traces run (each stopped after "
+                f"{timeout}; at least {HANG_SHARE:.0%} stops the run, --max-hangs 0 never does)"
+            )
+        return ""
 
     def absorb(result: TraceResult) -> bool:
         """Count one result; True when it is a reason to stop (with --fail-fast)."""
@@ -745,8 +795,11 @@ def certify(
                 name = piece.partition.generator
                 stats = gen_stats[name]
                 for result in piece.results:
-                    if absorb(result):
+                    if absorb(result) and not stopped:
                         stopped = "fail-fast"
+                    why = too_many_hangs(result)
+                    if why and not stopped:
+                        stopped, stop_reason = "hangs", why
                     if progress is not None:
                         progress(name, stats.generated, stats.total)
                 stats.skipped_equivalent += piece.skipped
@@ -818,6 +871,7 @@ def certify(
         broken=broken,
         broken_count=dict(broken_count),
         stopped=stopped,
+        stop_reason=stop_reason,
         scenarios=scenarios,
         readings=dict(sorted(readings.items())),
     )
@@ -923,10 +977,11 @@ def _summaries(
     return invariants
 
 
-def _unbuildable(spec: str, options: Options, error: TargetError) -> Certification:
-    """The certification of a target whose factory raised when asked for the first target:
-    nothing ran, every invariant is not established, and the error is the verdict."""
-    info = TargetInfo(spec, spec, ABSTRACT, frozenset())
+def _unbuildable(spec: str, options: Options, error: TargetError, info: TargetInfo | None = None) -> Certification:
+    """The certification of a target whose factory raised when asked for the first target,
+    or whose program failed its handshake (``info`` then says what it declared and how it
+    ran): nothing ran, every invariant is not established, and the error is the verdict."""
+    info = info or TargetInfo(spec, spec, ABSTRACT, frozenset())
     zero = {inv.id: 0 for inv in INVARIANTS}
     invariants = _summaries(info, zero, zero, zero)
     for summary in invariants.values():

@@ -28,16 +28,25 @@ __all__ = ["InProcess", "Processes"]
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(spec: str, capabilities: frozenset[str], path: list[str], timeout: float | None) -> None:
+def _worker_init(
+    spec: str, capabilities: frozenset[str], path: list[str], timeout: float | None, max_hangs: int = 0
+) -> None:
     sys.path[:] = path
     _WORKER["factory"] = resolve_target(spec)
     _WORKER["capabilities"] = capabilities
     _WORKER["timeout"] = timeout
+    _WORKER["max_hangs"] = max_hangs
 
 
 def _worker_run(partition: Partition, deadline: float | None) -> PartitionResult:
     return run_partition(
-        _WORKER["factory"], _WORKER["capabilities"], partition, deadline, f"pid {os.getpid()}", _WORKER["timeout"]
+        _WORKER["factory"],
+        _WORKER["capabilities"],
+        partition,
+        deadline,
+        f"pid {os.getpid()}",
+        _WORKER["timeout"],
+        _WORKER["max_hangs"],
     )
 
 
@@ -73,12 +82,19 @@ class Processes:
     parent's state leaks in), a few partitions ahead of the one whose results are awaited."""
 
     def __init__(
-        self, info: TargetInfo, workers: int, partition_size: int, timeout: float | None = DEFAULT_TRACE_TIMEOUT
+        self,
+        info: TargetInfo,
+        workers: int,
+        partition_size: int,
+        timeout: float | None = DEFAULT_TRACE_TIMEOUT,
+        max_hangs: int = 0,
     ) -> None:
         self.workers = workers
         ctx = multiprocessing.get_context("spawn")
         self.pool: Any = ctx.Pool(
-            workers, initializer=_worker_init, initargs=(info.spec, info.capabilities, list(sys.path), timeout)
+            workers,
+            initializer=_worker_init,
+            initargs=(info.spec, info.capabilities, list(sys.path), timeout, max_hangs),
         )
         self.record = Execution("processes", workers, None, partition_size)
 

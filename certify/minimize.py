@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from callsafe.certify.checking import Checked, Counterexample, Example, run_checked
 from callsafe.certify.judge import Finding
-from callsafe.certify.targets import TargetFactory
+from callsafe.certify.targets import TargetFactory, replay_command
 from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT
 from callsafe.certify.wire import WireTrace
 from callsafe.model.vocabulary import Event, Replay, Trace, TurnStarted
@@ -296,7 +296,7 @@ def pytest_source(trace: Trace, invariant: str, target: str, json_name: str = ""
     """A standalone pytest file: fails while ``target`` violates ``invariant`` on
     ``trace``; set ``CALLSAFE_TARGET`` to run it against another implementation."""
     found = f"`callsafe certify {target}`" + (f" (seed {seed})" if seed is not None else "")
-    replay = f"\nReplay it by hand: callsafe replay {json_name} --target {target}\n" if json_name else ""
+    replay = f"\nReplay it by hand: {replay_command(json_name, target)}\n" if json_name else ""
     return f'''"""Minimal counterexample for {invariant}, found by {found}.
 
 It fails on the certified target and passes on an implementation that keeps {invariant}:

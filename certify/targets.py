@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shlex
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -40,10 +41,12 @@ from callsafe.model.record_words import RecordWordsError, record_words_of
 
 __all__ = [
     "REFERENCE_STORES",
+    "TARGET_FORMS",
     "TargetFactory",
     "TargetInfo",
     "TargetSpecError",
     "describe",
+    "replay_command",
     "resolve_target",
     "run_description",
     "spec_of",
@@ -54,6 +57,25 @@ REFERENCE_STORES: Final = ("sqlite", "sqlite-ram", "memory", "postgres")
 # What ``reference`` means: SQLite in memory, per trace (a file per trace waits on the disk;
 # see callsafe.targets.reference).
 DEFAULT_REFERENCE_STORE: Final = "sqlite-ram"
+
+
+# Every form a target name takes, one per line: what `callsafe certify --help` and
+# `callsafe replay --help` list (the module docstring says what each one builds).
+TARGET_FORMS: Final = (
+    ("reference", "the reference implementation over SQLite in memory, a fresh database per trace"),
+    ("reference:STORE", f"the reference implementation over STORE, one of {', '.join(REFERENCE_STORES)}"),
+    ("module:factory", "a callable in an importable module that returns a fresh target (a class works)"),
+    ("exec:COMMAND", "a program in any language speaking the target protocol on stdin/stdout"),
+    ("guard:STORE:PROTOCOL", "callsafe.guard reading a provider's wire (guard alone: guard:sqlite:openai-chat)"),
+    ("library:NAME", "a client library or agent framework behind its adapter (an unknown NAME lists the known ones)"),
+)
+
+
+def replay_command(trace: object, spec: str) -> str:
+    """The command that replays the trace file ``trace`` against the target ``spec``, quoted
+    for a POSIX shell (an ``exec:`` target's command has spaces): what every report and
+    console line suggests."""
+    return f"callsafe replay {shlex.quote(str(trace))} {shlex.quote(spec)}"
 
 
 class TargetSpecError(ValueError):
@@ -170,9 +192,7 @@ def resolve_target(spec: str) -> TargetFactory:
         return _reference(store)
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise TargetSpecError(
-            f"a target is 'reference', 'reference:STORE', 'guard:STORE:PROTOCOL' or 'module:factory', got {spec!r}"
-        )
+        raise TargetSpecError(f"a target is one of {', '.join(form for form, _ in TARGET_FORMS)}; got {spec!r}")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:

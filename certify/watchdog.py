@@ -21,6 +21,13 @@ every thread's stack to stderr and ends the process with exit status 3 (target e
 that CI never waits for ever; run such targets as subprocesses (their own per-message
 timeouts) to have certification go on.
 
+A program the target starts (an ``exec:`` target's process, which imports its framework
+first) is bounded by its own start timeout, not by the trace's: the target starts it inside
+:func:`paused` (through :mod:`callsafe.contract.clock`, so that it need not import the
+harness), which stops the trace's clock meanwhile. Otherwise a busy machine, where an
+agent framework takes longer to import than a trace may take, would turn every fresh
+process into a "hang".
+
 The timer needs the main thread of a POSIX process (``callsafe certify``, ``replay``, the
 local worker processes); elsewhere (a Dask worker's thread) there is no per-trace timeout.
 """
@@ -40,6 +47,7 @@ from types import FrameType
 from typing import Any, Final
 
 from callsafe.certify.target_errors import TraceTimeout
+from callsafe.contract import clock
 
 __all__ = [
     "DEFAULT_TRACE_TIMEOUT",
@@ -49,6 +57,7 @@ __all__ = [
     "LastResort",
     "can_time_out",
     "first_trace_allowance",
+    "paused",
     "trace_deadline",
 ]
 
@@ -107,6 +116,28 @@ def trace_deadline(seconds: float | None) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         _STATE.started = 0.0
         signal.signal(signal.SIGALRM, previous)
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """Within this block the running trace's timeout does not run (nor does the last
+    resort's clock): for work with a bound of its own, such as a program starting. Outside
+    a trace, or in a thread the timer cannot reach, it does nothing."""
+    if not _STATE.started or not can_time_out():
+        yield
+        return
+    remaining, _ = signal.setitimer(signal.ITIMER_REAL, 0)
+    started, paused_at = _STATE.started, time.monotonic()
+    _STATE.started = 0.0
+    try:
+        yield
+    finally:
+        _STATE.started = started + (time.monotonic() - paused_at)
+        # an interval that had already run out fires at once on re-arming
+        signal.setitimer(signal.ITIMER_REAL, max(remaining, 0.001), GRACE)
+
+
+clock.install(paused)  # adapters pause the trace's clock through the contract (callsafe.contract.clock)
 
 
 class LastResort:

@@ -169,7 +169,10 @@ def _inspect(
         _note(f"wrote {html_out}")
     if trace_out is not None:
         _write(trace_out, to_trace(inspection).dumps() + "\n")
-        _note(f"wrote {trace_out} (replay it with `callsafe replay {trace_out}`)")
+        from callsafe.certify.targets import replay_command
+
+        command = replay_command(trace_out, "reference")
+        _note(f"wrote {trace_out} (judge it against an implementation: `{command}`, or your own target)")
     damage = inspection.damaged
     if damage is not None:
         _fail(f"{file}: damaged recording: {damage}; the report covers what came before", 1)

@@ -65,7 +65,7 @@ def main() -> None:
 
     The model (a lifecycle table and the system rules around it) generates adversarial
     event orders, runs them against an implementation, and judges every run by the spec's
-    invariants: `callsafe certify TARGET`, `callsafe replay TRACE.json --target TARGET`.
+    invariants: `callsafe certify TARGET`, `callsafe replay TRACE.json TARGET`.
     """
 
 
@@ -217,22 +217,46 @@ def _default_report_dir(spec: str) -> Path:
 
 
 @main.command("certify")
-@click.argument("target", default="reference")
+@click.argument("target")
 @click.option(
     "--budget",
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
     help="Stop generating traces after this long (minimising counterexamples gets up to 30 s more).",
 )
-@click.option("--depth", default=3, show_default=True, help="Exhaustive bound: events after the turn start.")
-@click.option("--seed", default=0, show_default=True, help="Seed of the random walks (the rest is deterministic).")
-@click.option("--walks", default=200, show_default=True, help="Random walks (each with its own seed from --seed).")
-@click.option("--calls", default=2, show_default=True, help="Call ids in the walks and the exhaustive traces (1-4).")
 @click.option(
-    "--turns", default=2, show_default=True, help="Turns of the conversation (1-3; 1 for a target without cancel)."
+    "--depth",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Exhaustive bound: events after the turn start.",
 )
-@click.option("--fragments", default=2, show_default=True, help="Argument fragments per call (1-4).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the random walks (the rest is deterministic).")
+@click.option(
+    "--walks",
+    type=click.IntRange(min=0),
+    default=200,
+    show_default=True,
+    help="Random walks (each with its own seed from --seed).",
+)
+@click.option(
+    "--calls",
+    type=click.IntRange(1, 4),
+    default=2,
+    show_default=True,
+    help="Call ids in the walks and the exhaustive traces (1-4).",
+)
+@click.option(
+    "--turns",
+    type=click.IntRange(1, 3),
+    default=2,
+    show_default=True,
+    help="Turns of the conversation (1-3; 1 for a target without cancel).",
+)
+@click.option(
+    "--fragments", type=click.IntRange(1, 4), default=2, show_default=True, help="Argument fragments per call (1-4)."
+)
 @click.option(
     "--domain",
     type=click.Choice(["rich", "plain"]),
@@ -250,7 +274,13 @@ def _default_report_dir(spec: str) -> Path:
     help="Folder for report.json, report.html, junit.xml and counterexamples [default: reports/TARGET].",
 )
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None, help="JUnit XML file.")
-@click.option("--workers", default=1, show_default=True, help="Worker processes (each builds its own targets).")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes (each builds its own targets).",
+)
 @click.option(
     "--scheduler",
     default=None,
@@ -259,7 +289,7 @@ def _default_report_dir(spec: str) -> Path:
 )
 @click.option(
     "--partition-size",
-    type=int,
+    type=click.IntRange(min=1),
     default=None,
     metavar="N",
     help="Traces per partition with --workers or --scheduler [default: 256]. Smaller partitions spread a short run "
@@ -292,16 +322,26 @@ def _default_report_dir(spec: str) -> Path:
 )
 @click.option(
     "--trace-timeout",
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
     help="A trace that takes longer is stopped and reported as a hang [default: 10; a target's first trace in a "
     "process: 60, for its imports].",
 )
+@click.option(
+    "--max-hangs",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    metavar="N",
+    help="Stop the run (exit 3) after N traces in a row hung, or once hangs are half of 10 or more traces run: a "
+    "target that hangs on every trace costs N timeouts, not one per trace. 0: never stop for hangs.",
+)
 @click.option("--fail-fast", is_flag=True, help="Stop at the first violation or target error.")
 @click.option("--no-minimize", is_flag=True, help="Keep counterexamples as found (faster).")
 @click.option(
     "--counterexamples",
+    type=click.IntRange(min=1),
     default=5,
     show_default=True,
     help="Distinct causes kept per invariant, each minimised into its own counterexample.",
@@ -325,23 +365,38 @@ def certify_cmd(
     scenarios: tuple[str, ...],
     traces_dir: Path | None,
     trace_timeout: float | None,
+    max_hangs: int,
     fail_fast: bool,
     no_minimize: bool,
     counterexamples: int,
 ) -> None:
-    """Certify TARGET: run adversarial traces against it and judge every run.
+    """Certify TARGET: run adversarial traces against it and judge every run, then write
+    report.json, report.html and junit.xml (--report). `callsafe certify reference`
+    certifies callsafe's own reference implementation.
 
-    TARGET is `reference` (the reference implementation over SQLite in memory, a fresh
-    database per trace), `reference:sqlite` (over a SQLite file per trace, with its
-    fsyncs), `reference:memory`, `reference:postgres`, or `module:factory` (a callable that
-    returns a fresh target).
+    \b
+    TARGET is one of:
+      reference             the reference implementation over SQLite in memory (a fresh
+                            database per trace)
+      reference:STORE       over STORE: sqlite (a file per trace, with its fsyncs),
+                            sqlite-ram, memory or postgres (CALLSAFE_PG_DSN)
+      module:factory        your code: a callable in an importable module that returns a
+                            fresh target (a class works); the current folder is importable
+      exec:COMMAND          a program in any language speaking the target protocol on its
+                            stdin and stdout (quote it: 'exec:node my-target.js')
+      guard:STORE:PROTOCOL  callsafe.guard reading a provider's wire (guard alone:
+                            guard:sqlite:openai-chat)
+      library:NAME          a client library or agent framework behind its adapter
+                            (library:openai:openai-chat:final; an unknown NAME lists them)
 
     \b
     Exit status (what CI reads):
       0  certified: no invariant violated, no target error
       1  an invariant was violated
       2  usage error (a bad option, a target name that does not resolve)
-      3  target errors or hangs (the target raised or did not finish a trace in time), no violation
+      3  not certified and no violation: target errors or hangs (the target raised or did not
+         finish a trace in time; --max-hangs stops a run that keeps hanging), a program whose
+         handshake failed, or no trace ran (each needed a capability the target lacks)
       130  interrupted (Ctrl-C): a partial report was written
     """
     from callsafe.certify.execution import ExecutionError
@@ -382,6 +437,7 @@ def certify_cmd(
         counterexamples=counterexamples,
         trace_timeout=DEFAULT_TRACE_TIMEOUT if trace_timeout is None else trace_timeout,
         fail_fast=fail_fast,
+        max_hangs=max_hangs,
         scenarios=scenarios,
         traces_dir=str(traces_dir) if traces_dir is not None else None,
     )
@@ -403,11 +459,25 @@ def certify_cmd(
         "target_errors": f"[bold yellow]not certified: the target broke {cert.broken_traces} traces "
         "(target errors, not a verdict on the invariants)[/bold yellow]",
         "partial": "[yellow]interrupted: the report is partial (what ran until Ctrl-C)[/yellow]",
+        "nothing_ran": "[bold yellow]not certified: no trace ran, so nothing was checked[/bold yellow] "
+        + escape(_why_nothing_ran(cert)),
     }[cert.verdict]
+    if cert.stopped == "hangs":
+        verdict += f"\n[bold yellow]stopped early: {escape(cert.stop_reason)}[/bold yellow]"
     if cert.partial and cert.verdict != "partial":
         verdict += " [yellow](interrupted: the report is partial)[/yellow]"
     console.print(verdict)
     sys.exit(cert.exit_code)
+
+
+def _why_nothing_ran(cert: Any) -> str:
+    """In words: why a run ran no trace (what the traces needed, or that none was planned)."""
+    if cert.not_applicable:
+        needs = ", ".join(f"{cap} ({n} traces)" for cap, n in sorted(cert.not_applicable.items()))
+        return f"(every trace needed what {cert.target.spec} lacks: {needs})"
+    if cert.budget_exhausted:
+        return "(the --budget ran out before the first trace)"
+    return "(the options selected no trace)"
 
 
 class _progress:
@@ -550,6 +620,8 @@ def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> No
     """The console's account of a run: invariants, generators, coverage, counterexamples
     (one block per story: the same events shown once, with every invariant they break),
     and the target errors with the first traceback and the replay command."""
+    from callsafe.certify.targets import replay_command
+
     title = f"callsafe certify {escape(target)}: {escape(cert.target.name)} ({escape(cert.target.protocol)})"
     table = Table(title=title)
     for col in ("invariant", "kind", "about", "status", "traces checked", "violated", "broken"):
@@ -611,26 +683,39 @@ def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> No
             console.print(f"{label}:\n{text}", markup=False, highlight=False)
             if error.stderr:
                 console.print(f"stderr (tail):\n{error.stderr.rstrip()}", markup=False, highlight=False)
-            if first.files.get("trace"):
-                replay = f"callsafe replay {out_dir / first.files['trace']} --target {target}"
-                console.print(f"replay it: {replay}", markup=False)
+            if first.files.get("trace") and first.generator != "factory":  # a factory's error has no trace
+                console.print(f"replay it: {replay_command(out_dir / first.files['trace'], target)}", markup=False)
 
 
 @main.command("replay")
 @click.argument("trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("target", required=False)
 @click.option(
     "--target",
-    "target",
-    required=True,
-    help="Target name (as for certify): the implementation to judge; `reference` for the reference implementation.",
+    "target_option",
+    default=None,
+    metavar="TARGET",
+    help="The same as the TARGET argument (kept for old command lines); give one or the other.",
 )
 @click.option(
-    "--trace-timeout", type=float, default=10.0, show_default=True, metavar="SECONDS", help="Per-trace timeout."
+    "--trace-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Per-trace timeout.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print observations and findings as JSON.")
-def replay_cmd(trace_file: Path, target: str, trace_timeout: float, as_json: bool) -> None:
+def replay_cmd(
+    trace_file: Path, target: str | None, target_option: str | None, trace_timeout: float, as_json: bool
+) -> None:
     """Run one trace (a JSON file) against TARGET, judge it, and say where TARGET's verdicts
-    differ from the reference implementation's on the same trace.
+    differ from the reference implementation's on the same trace:
+    `callsafe replay TRACE.json TARGET`, TARGET named as for `callsafe certify`
+    (`reference` for the reference implementation).
+
+    TRACE_FILE is a trace in callsafe's format: a counterexample or broken trace of a report,
+    `callsafe scenarios export NAME --out FILE`, `callsafe inspect REC --trace-out FILE`.
 
     \b
     Exit status: 0 no violation, 1 violated, 2 usage error, 3 no verdict (the target lacks
@@ -642,6 +727,14 @@ def replay_cmd(trace_file: Path, target: str, trace_timeout: float, as_json: boo
     from callsafe.certify.watchdog import first_trace_allowance, trace_deadline
     from callsafe.model.vocabulary import Trace, TraceFormatError, observation_to_json
 
+    if target and target_option and target != target_option:
+        raise click.UsageError(f"two targets: TARGET {target!r} and --target {target_option!r}; give one")
+    target = target or target_option
+    if not target:
+        raise click.UsageError(
+            "Missing argument 'TARGET': which implementation to judge, after TRACE_FILE or as --target "
+            "(e.g. `reference`)"
+        )
     try:
         trace = Trace.loads(trace_file.read_bytes())
     except TraceFormatError as exc:
@@ -651,12 +744,15 @@ def replay_cmd(trace_file: Path, target: str, trace_timeout: float, as_json: boo
         with trace_deadline(first_trace_allowance(f"building {target}", trace_timeout)):
             info = describe(factory, target)
     except TargetSpecError as exc:
-        raise click.BadParameter(str(exc), param_hint="--target") from None
+        raise click.BadParameter(str(exc), param_hint="TARGET") from None
     except Exception as exc:  # the factory raised: a target error, not a usage error
         console.print(f"target error: building {target} raised {type(exc).__name__}: {exc}", markup=False)
         sys.exit(3)
     except TraceTimeout as hung:
         console.print(f"target hang: building {target}: {hung}\n{hung.stack}", markup=False, highlight=False)
+        sys.exit(3)
+    if isinstance(info.run.get("handshake_error"), str):  # the program never said what it is: nothing can run
+        console.print(f"target error: {target} failed its handshake: {info.run['handshake_error']}", markup=False)
         sys.exit(3)
     checked = run_checked(factory, info.capabilities, trace, trace_timeout)
     differences = _differences_from_reference(target, trace, checked, trace_timeout)
@@ -757,66 +853,15 @@ def _differences_from_reference(target: str, trace: Any, checked: Any, timeout: 
     return lines
 
 
-@main.command("serve")
-@click.argument("trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--protocol",
-    type=click.Choice(["openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse"]),
-    default="openai-chat",
-    show_default=True,
-    help="The protocol every request is answered in (the request's path must match).",
-)
-@click.option("--port", default=8765, show_default=True, help="Port on 127.0.0.1 (0: any free port).")
-@click.option("--event-ids", is_flag=True, help="Number the events (id:), so a reconnect with Last-Event-ID resumes.")
-@click.option(
-    "--max-body",
-    type=click.IntRange(min=1),
-    default=1 << 20,
-    show_default=True,
-    metavar="BYTES",
-    help="The largest request body read; a larger one gets 413 and is never read whole.",
-)
-def serve_command(trace_file: Path, protocol: str, port: int, event_ids: bool, max_body: int) -> None:
-    """Serve TRACE_FILE as a provider's stream on 127.0.0.1 (the loopback provider).
-
-    Point a program's SDK at it: OPENAI_BASE_URL=http://127.0.0.1:PORT/v1,
-    ANTHROPIC_BASE_URL=http://127.0.0.1:PORT or GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:PORT
-    (Gemini: .../v1beta/models/M:streamGenerateContent?alt=sse); Bedrock: boto3's bedrock-runtime client with
-    endpoint_url=http://127.0.0.1:PORT (POST .../model/M/converse-stream, answered in AWS's binary event-stream
-    framing, frames split inside the prelude and the payload). Every request gets the trace rendered for
-    PROTOCOL as real SSE (adversarial chunk boundaries, keep-alives); where the trace
-    disconnects the connection drops, and the next request (the reconnect) gets the
-    trace's next connection (its replay, then the rest). OpenAI Responses: GET
-    .../responses/ID?stream=true&starting_after=N resumes after sequence number N; with
-    --event-ids a reconnect with Last-Event-ID gets the rest. A request body over
-    --max-body bytes is answered 413 without reading the rest."""
-    try:
-        from callsafe.loopback.server import LoopbackServer, StaticTrace
-    except ImportError:
-        raise click.ClickException("callsafe serve needs uvicorn: pip install 'callsafe[serve]'") from None
-    from callsafe.model.vocabulary import Trace
-
-    if event_ids and protocol == "bedrock-converse":
-        raise click.UsageError("--event-ids: Bedrock's event-stream frames carry no event ids")
-    try:
-        trace = Trace.loads(trace_file.read_text(encoding="utf-8"))
-        static = StaticTrace(protocol, trace.events, event_ids)
-    except (ValueError, KeyError) as exc:
-        raise click.ClickException(f"{trace_file}: {exc}") from None
-    server = LoopbackServer(port=port, static=static, max_body=max_body).start()
-    click.echo(f"serving {trace_file.name} as {protocol} at {server.base_url} (Ctrl-C stops)")
-    try:
-        server.thread.join()
-    except KeyboardInterrupt:
-        server.stop()
-
-
 @main.command("selftest")
-@click.option("--budget", type=float, default=None, metavar="SECONDS", help="Budget per mutant.")
-@click.option("--depth", default=2, show_default=True, help="Exhaustive bound per mutant.")
+@click.option(
+    "--budget", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help="Budget per mutant."
+)
+@click.option("--depth", type=click.IntRange(min=0), default=2, show_default=True, help="Exhaustive bound per mutant.")
 @click.option("--seed", default=0, show_default=True)
 @click.option(
     "--correct-depth",
+    type=click.IntRange(min=0),
     default=4,
     show_default=True,
     help="The correct variants must also pass at this exhaustive bound (0: only at --depth).",
@@ -887,7 +932,7 @@ def selftest_cmd(budget: float | None, depth: int, seed: int, correct_depth: int
 
 def _register_extensions() -> None:
     """Commands that live in their own modules, so each stays small: the formal side
-    (`prove`, `export`), `store` and, where present, `matrix` and `inspect`."""
+    (`prove`, `export`), `store`, `serve` and, where present, `matrix` and `inspect`."""
     from importlib import import_module
 
     for module, names in (
@@ -896,6 +941,7 @@ def _register_extensions() -> None:
         ("callsafe.cli.inspect", ("inspect_cmd",)),
         ("callsafe.cli.scenarios", ("scenarios_cmd",)),
         ("callsafe.cli.store", ("store_cmd",)),
+        ("callsafe.cli.serve", ("serve_cmd",)),
     ):
         try:
             loaded = import_module(module)

@@ -50,15 +50,21 @@ _COLUMN = {
 )
 @click.option(
     "--budget",
-    type=float,
+    type=click.FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
     help="Per row: stop generating traces after this long (a row cut short is marked; counts then depend on "
     "the machine).",
 )
 @click.option("--seed", default=0, show_default=True, help="Seed of the random walks (the rest is deterministic).")
-@click.option("--depth", default=3, show_default=True, help="Exhaustive bound: events after the turn start.")
-@click.option("--walks", default=200, show_default=True, help="Random walks per row.")
+@click.option(
+    "--depth",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Exhaustive bound: events after the turn start.",
+)
+@click.option("--walks", type=click.IntRange(min=0), default=200, show_default=True, help="Random walks per row.")
 @click.option(
     "--only",
     multiple=True,

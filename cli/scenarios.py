@@ -8,6 +8,7 @@ certify a folder of them with ``--traces DIR``) should not have to read
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -90,3 +91,13 @@ def export_cmd(name: str, out: Path | None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     echo(str(out))
+    from callsafe.certify.targets import replay_command
+    from callsafe.cli.serve import servable_protocols
+
+    echo(f"judge it: {replay_command(out, 'reference')} (or your target)", err=True)
+    protocols = servable_protocols(found.trace)
+    if protocols:
+        serve = f"callsafe serve {shlex.quote(str(out))} --protocol {protocols[0]}"
+        echo(f"serve it: {serve} (it serves as {', '.join(protocols)})", err=True)
+    else:
+        echo("no provider protocol can carry this scenario as a stream (callsafe serve refuses it)", err=True)

@@ -203,8 +203,13 @@ def decode(line: bytes | str, allowed: tuple[str, ...]) -> dict[str, Any]:
     """One line as a message whose ``type`` is in ``allowed``. Only the envelope is checked
     here (an object with a known type and the fields its kind requires); the reader of each
     kind checks its fields' values as it uses them."""
-    text = line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line
-    text = text.strip()
+    if isinstance(line, bytes):
+        try:  # the protocol is UTF-8 on the pipe: other bytes are a broken message, never replaced
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            shown = line[max(0, exc.start - 20) : exc.start + 20]
+            raise ProtocolError(f"a line that is not UTF-8 (byte {exc.start}: {shown!r})") from None
+    text = line.strip()
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):

@@ -284,7 +284,7 @@ def trace_machine(
                     trace = shrink(trace, problems[0].split(" ", 1)[0])
                 raise AssertionError(
                     "\n".join(problems)
-                    + "\n\nReplayable trace (save as JSON, run `callsafe replay FILE --target T`):\n"
+                    + "\n\nReplayable trace (save as JSON, run `callsafe replay FILE TARGET`):\n"
                     + trace.dumps()
                 )
 

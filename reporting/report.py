@@ -11,7 +11,7 @@ minimal trace and a sequence diagram, and the coverage heat map (the lifecycle, 
 transition weighted by how many traces of the run took it).
 
 Counterexamples are also written as files next to the reports: the minimal trace as JSON
-(``callsafe replay FILE --target T``) and a standalone pytest file
+(``callsafe replay FILE TARGET``) and a standalone pytest file
 (:func:`callsafe.certify.minimize.pytest_source`).
 
 What may differ between two runs of the same target with the same options and seed
@@ -29,6 +29,7 @@ import datetime as dt
 import json
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -141,8 +142,9 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
         "schema": {"const": "callsafe-certification-report"},
         "version": {"const": REPORT_VERSION},
         "callsafe_version": {"type": "string"},
-        "verdict": {"enum": ["pass", "fail", "target_errors", "partial"]},
-        "stopped": {"enum": [None, "interrupted", "fail-fast"]},
+        "verdict": {"enum": ["pass", "fail", "target_errors", "partial", "nothing_ran"]},
+        "stopped": {"enum": [None, "interrupted", "fail-fast", "hangs"]},
+        "stop_reason": {"type": "string"},
         "partial": {"type": "boolean"},
         "target": {
             "type": "object",
@@ -379,6 +381,7 @@ def report_json(cert: Certification) -> dict[str, Any]:
         "callsafe_version": cert.version,
         "verdict": cert.verdict,
         "stopped": cert.stopped,
+        "stop_reason": cert.stop_reason,
         "partial": cert.partial,
         "target": cert.target.to_json(),
         "options": cert.options.to_json(),
@@ -599,11 +602,12 @@ th { background: #f3f5f8; } .num { text-align: right; }
 .badge { display: inline-block; padding: 2px 8px; border-radius: 10px; font-size: 0.9em; font-weight: bold; }
 .holds { background: #d5ecd4; color: #1b5e20; } .violated { background: #f6d5d5; color: #b71c1c; }
 .not_applicable { background: #eee; color: #555; } .pass { background: #d5ecd4; color: #1b5e20; }
-.fail { background: #f6d5d5; color: #b71c1c; } .not_established, .target_errors, .partial, .hang, .error
-{ background: #fbeccb; color: #7a4f00; }
+.fail { background: #f6d5d5; color: #b71c1c; } .not_established, .target_errors, .partial, .hang, .error,
+.target_error, .nothing_ran { background: #fbeccb; color: #7a4f00; } .passed { background: #d5ecd4; color: #1b5e20; }
 pre { background: #f7f7f7; border: 1px solid #e3e3e3; padding: 8px; overflow-x: auto; font-size: 0.85em; }
 .ce { border: 1px solid #e3c0c0; border-radius: 6px; padding: 0.6em 1em; margin: 1em 0; }
 .diagram { overflow-x: auto; } .muted { color: #777; }
+.diagram svg { max-width: 100%; height: auto; }
 """
 
 
@@ -618,6 +622,8 @@ def _heatmap(cert: Certification) -> graphviz.Digraph:
 
 
 def _lifecycle_svg(cert: Certification) -> str:
+    """The heat map inline, scaled to the page's column (Graphviz draws it about twice as
+    wide: its viewBox keeps the drawing whole, the CSS rule of ``.diagram svg`` its width)."""
     dot = _heatmap(cert)
     if has_dot():
         svg: str = dot.pipe(format="svg").decode("utf-8")
@@ -661,8 +667,12 @@ def html_report(cert: Certification) -> str:
         "<th class='num'>traces checked</th><th class='num'>violated</th><th>property</th></tr>",
     ]
     for inv in cert.invariants.values():
+        # a link only where there is something to land on: the invariant's first counterexample
+        name = (
+            f"<a href='#{escape(inv.id)}'>{escape(inv.id)}</a>" if cert.counterexamples.get(inv.id) else escape(inv.id)
+        )
         parts.append(
-            f"<tr><td><a href='#{escape(inv.id)}'>{escape(inv.id)}</a></td><td>{escape(inv.kind)}</td>"
+            f"<tr><td>{name}</td><td>{escape(inv.kind)}</td>"
             f"<td>{escape('+'.join(inv.about))}</td>"
             f"<td>{_badge(inv.status)}</td><td class='num'>{inv.traces_checked}</td>"
             f"<td class='num'>{inv.traces_violated}</td><td>{escape(inv.title)}</td></tr>"
@@ -717,7 +727,7 @@ def html_report(cert: Certification) -> str:
             summary = cert.invariants[inv_id]
             rank = cert.counterexamples[inv_id].index(ce) + 1
             parts.append(
-                f"<div class='ce' id='{anchor}'><h3>{escape(inv_id)} "
+                f"<div class='ce'{f" id='{anchor}'" if anchor else ''}><h3>{escape(inv_id)} "
                 f"{_badge('violated')}</h3>"
                 f"<p><b>{escape(ce.minimal.name)}</b></p>"
                 f"<p>Cause {rank} of {summary.causes} of {escape(inv_id)}, {ce.traces} violating traces with it"
@@ -734,6 +744,7 @@ def html_report(cert: Certification) -> str:
                 parts.append("<p>What the model says happened to the call:</p><pre>")
                 parts.append(escape("\n".join(ce.explanation)) + "</pre>")
             parts.append(f"<div class='diagram'>{sequence_svg(ce.minimal, ce.observations, keys)}</div>")
+            parts += _html_wire(cert, ce)
             parts.append(f"<details><summary>minimal trace (JSON)</summary><pre>{escape(ce.minimal.dumps())}</pre>")
             parts.append("</details></div>")
     parts += _html_scenarios(cert)
@@ -742,12 +753,52 @@ def html_report(cert: Certification) -> str:
     return "\n".join(parts)
 
 
+def wire_lines(cert: Certification, trace: Any) -> list[str]:
+    """What a provider-protocol target read on ``trace``: each payload, as the runner hands
+    it over (:func:`callsafe.certify.wire.prepare`), with the event it carries; empty for an
+    abstract target or a trace its protocol cannot say. The abstract events alone hide what
+    a parser actually met (an index that two calls share, a chunk that repeats)."""
+    from callsafe.certify.wire import ABSTRACT, NotRepresentable, prepare
+
+    if cert.target.protocol == ABSTRACT:
+        return []
+    try:
+        relabelled, plan = prepare(trace, cert.target.protocol, cert.target.run.get("wire") == "http")
+    except NotRepresentable:
+        return []
+    lines: list[str] = []
+    events = relabelled.delivered()
+    for index, (event, delivery) in enumerate(zip(events, plan.deliveries, strict=False)):
+        for payload in delivery.payloads:
+            text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+            lines.append(f"[{index}] {event.kind}: {text[:400]}{' ...' if len(text) > 400 else ''}")
+        if delivery.end_stream:
+            lines.append(f"[{index}] {event.kind}: (the body ends)")
+    return lines
+
+
+def _html_wire(cert: Certification, ce: Counterexample) -> list[str]:
+    lines = wire_lines(cert, ce.minimal)
+    if not lines:
+        return []
+    payloads = sum(not line.endswith("(the body ends)") for line in lines)
+    return [
+        f"<details open><summary>what the target read: {payloads} {escape(cert.target.protocol)} payloads, in "
+        "order (with the event each one carries)</summary>",
+        f"<pre>{escape(chr(10).join(lines))}</pre></details>",
+    ]
+
+
 def _html_banner(cert: Certification) -> str:
     notes = []
     if cert.partial:
         notes.append("Partial report: the run was interrupted (Ctrl-C); it shows what ran until then.")
     if cert.stopped == "fail-fast":
         notes.append("Stopped at the first violation or target error (--fail-fast).")
+    if cert.stopped == "hangs":
+        notes.append(f"Stopped early: {cert.stop_reason}.")
+    if cert.verdict == "nothing_ran":
+        notes.append("Nothing certified: no trace ran (see Not applicable for what the traces needed).")
     if cert.broken_traces:
         notes.append(
             f"The target broke {cert.broken_traces} traces (it raised, hung or died): no invariant is established "
@@ -757,20 +808,22 @@ def _html_banner(cert: Certification) -> str:
 
 
 def _html_scenarios(cert: Certification) -> list[str]:
+    """Every named trace with its verdict: those that did not pass first, then the rest."""
     if not cert.scenarios:
         return []
-    failed = [r for r in cert.scenarios if r.outcome != "passed"]
+    passed = sum(r.outcome == "passed" for r in cert.scenarios)
+    counts = Counter(r.outcome for r in cert.scenarios)
+    tally = ", ".join(f"{n} {outcome.replace('_', ' ')}" for outcome, n in sorted(counts.items()))
     parts = [
-        f"<h2>Scenarios</h2><p>{len(cert.scenarios) - len(failed)} of {len(cert.scenarios)} named traces passed.</p>"
+        f"<h2>Scenarios</h2><p>{passed} of {len(cert.scenarios)} named traces passed ({escape(tally)}).</p>",
+        "<table><tr><th>generator</th><th>scenario</th><th>outcome</th><th>detail</th></tr>",
     ]
-    if failed:
-        parts.append("<table><tr><th>generator</th><th>scenario</th><th>outcome</th><th>detail</th></tr>")
-        for r in failed:
-            parts.append(
-                f"<tr><td>{escape(r.generator)}</td><td>{escape(r.name)}</td><td>{_badge(r.outcome)}"
-                f"{escape(' ' + ', '.join(r.violated)) if r.violated else ''}</td><td>{escape(r.detail)}</td></tr>"
-            )
-        parts.append("</table>")
+    for r in sorted(cert.scenarios, key=lambda r: r.outcome == "passed"):  # stable: run order within each
+        parts.append(
+            f"<tr><td>{escape(r.generator)}</td><td>{escape(r.name)}</td><td>{_badge(r.outcome)}"
+            f"{escape(' ' + ', '.join(r.violated)) if r.violated else ''}</td><td>{escape(r.detail)}</td></tr>"
+        )
+    parts.append("</table>")
     return parts
 
 

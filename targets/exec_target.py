@@ -24,6 +24,13 @@ payload is followed by a quiet window of ``CALLSAFE_EXEC_SETTLE`` (default 0.01)
 program that acknowledges what its SDK has read (``"acks": true``), first by a wait of up to
 ``CALLSAFE_EXEC_READ_TIMEOUT`` (default 2) for its ``read`` of that payload.
 
+Bounded reads: a message line on stdout may hold at most ``CALLSAFE_EXEC_MAX_LINE`` bytes
+(default 16 MiB, :data:`MAX_LINE`); a longer one is a target error (a crash: the program
+broke the protocol), read and dropped in pieces of that size, never held whole. A stderr
+line keeps its first :data:`STDERR_LINE` bytes (the rest is counted, not kept), and only
+the last :data:`STDERR_KEPT` lines are kept: a program's output costs memory in proportion
+to the caps, whatever it writes.
+
 Wire mode: a program that reads a provider's protocol (``reads`` in ``init_ok``) gets each
 payload as a ``wire`` message, or, with ``"wire": "http"``, reads the stream with its own SDK
 from callsafe's loopback provider (:mod:`callsafe.loopback`), whose address it finds in
@@ -46,6 +53,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
+from callsafe.contract import clock
 from callsafe.contract.exec_protocol import (
     FROM_TARGET,
     OBSERVATION_KINDS,
@@ -75,8 +83,19 @@ __all__ = [
     "run_mode",
 ]
 
-STDERR_TAIL: Final = 10
+STDERR_TAIL: Final = 10  # lines of stderr quoted in a failure
+STDERR_KEPT: Final = 200  # lines of stderr kept while the program runs
+STDERR_LINE: Final = 4096  # bytes kept of one stderr line
+MAX_LINE: Final = 16 * 1024 * 1024  # bytes of one stdout message line (CALLSAFE_EXEC_MAX_LINE)
 _EOF: Final = object()
+
+
+@dataclass(frozen=True)
+class _LineTooLong:
+    """What the stdout reader queues in place of a line longer than the cap."""
+
+    cap: int
+    size: int  # bytes read of it (all of it, up to its newline or the end of output)
 
 
 def _seconds(name: str, default: float) -> float:
@@ -122,7 +141,8 @@ class Handshake:
     acks: bool | str = False
     # what its ledger and status words mean (callsafe.model.record_words), over the defaults
     record_words: Mapping[str, Any] | None = None
-    error: str | None = None  # the handshake failed: why (the target is then reported on every trace)
+    error: str | None = None  # the handshake failed: why (the harness then certifies nothing: exit 3)
+    error_kind: str = "crash"  # "hang" when it never answered, else "crash"
 
 
 class _Process:
@@ -140,7 +160,8 @@ class _Process:
             start_new_session=True,
         )
         self.lines: queue.Queue[Any] = queue.Queue()
-        self.stderr: collections.deque[str] = collections.deque(maxlen=200)
+        self.stderr: collections.deque[str] = collections.deque(maxlen=STDERR_KEPT)
+        self.max_line = max(1, int(_seconds("CALLSAFE_EXEC_MAX_LINE", MAX_LINE)))
         self.next_id = 0
         assert self.popen.stdout is not None and self.popen.stderr is not None
         threading.Thread(target=self._pump, args=(self.popen.stdout,), daemon=True).start()
@@ -148,13 +169,43 @@ class _Process:
         self._stderr_thread.start()
 
     def _pump(self, stream: IO[bytes]) -> None:
-        for line in stream:
-            self.lines.put(line)
+        """Queue each stdout line, or a :class:`_LineTooLong` for one past the cap (read on
+        in pieces of the cap's size and dropped, so the program is never blocked on a full
+        pipe and memory stays within about twice the cap)."""
+        cap = self.max_line
+        while True:
+            line = stream.readline(cap + 1)
+            if not line:
+                break
+            if len(line) <= cap:
+                self.lines.put(line)
+                continue
+            size = len(line)
+            while not line.endswith(b"\n"):
+                line = stream.readline(cap)
+                if not line:
+                    break
+                size += len(line)
+            del line
+            self.lines.put(_LineTooLong(cap, size))
         self.lines.put(_EOF)
 
     def _drain(self, stream: IO[bytes]) -> None:
-        for line in stream:
-            self.stderr.append(line.decode("utf-8", errors="replace").rstrip("\n"))
+        """Keep the tail of stderr: the last STDERR_KEPT lines, each cut at STDERR_LINE bytes."""
+        while True:
+            line = stream.readline(STDERR_LINE)
+            if not line:
+                break
+            text = line.decode("utf-8", errors="replace").rstrip("\n")
+            cut = 0
+            while not line.endswith(b"\n"):
+                line = stream.readline(STDERR_LINE)
+                if not line:
+                    break
+                cut += len(line)
+            if cut:
+                text += f" [... {cut} more bytes of this line not kept]"
+            self.stderr.append(text)
 
     def send(self, message: dict[str, Any]) -> int:
         mid = message.get("id")
@@ -224,6 +275,13 @@ class _Pool:
         return env
 
     def spawn(self) -> tuple[_Process, Handshake]:
+        """Start a process and shake hands. The trace's timeout is paused meanwhile: the
+        start has its own bound (CALLSAFE_EXEC_START_TIMEOUT), and a framework's imports on a
+        busy machine are no hang of the trace."""
+        with clock.paused():
+            return self._spawn()
+
+    def _spawn(self) -> tuple[_Process, Handshake]:
         try:
             channel = f"p{next(_CHANNELS)}"
             process = _Process(self.argv, self._environment(channel), channel)
@@ -238,8 +296,13 @@ class _Pool:
             line = process.lines.get(timeout=timeout)
         except queue.Empty:
             raise process.failure(f"no answer to 'init' within {timeout:g} s", "hang") from None
+        except BaseException:  # the harness's timeout or Ctrl-C while waiting: no process left behind
+            process.kill()
+            raise
         if line is _EOF:
             raise process.failure("the program exited before answering 'init'")
+        if isinstance(line, _LineTooLong):
+            raise process.failure(f"handshake: {_too_long(line)}")
         try:
             message = decode(line, FROM_TARGET)
             if message["type"] != "init_ok" or message.get("id") != mid:
@@ -263,7 +326,8 @@ class _Pool:
                     self.idle.append(process)
                 except ExecTargetFailure as exc:
                     name = f"exec:{self.command}"
-                    self.handshake = Handshake(name, "abstract", frozenset(), 0, error=str(exc))
+                    kind = exc.target_error_kind
+                    self.handshake = Handshake(name, "abstract", frozenset(), 0, error=str(exc), error_kind=kind)
             return self.handshake
 
     def acquire(self) -> tuple[_Process, Handshake]:
@@ -438,6 +502,7 @@ class ExecTarget:
             out["wire"] = self.handshake.wire
         if self.handshake.error is not None:
             out["handshake_error"] = self.handshake.error
+            out["handshake_error_kind"] = self.handshake.error_kind
         return out
 
     # -- Target ------------------------------------------------------------------------
@@ -575,6 +640,8 @@ class ExecTarget:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     trace.process.popen.wait(timeout=2)
                 raise self._fail(trace, f"the program exited while handling {what!r}")
+            if isinstance(line, _LineTooLong):
+                raise self._fail(trace, f"protocol: {_too_long(line)} (while handling {what!r})")
             try:
                 message = decode(line, FROM_TARGET)
                 if self._handle(trace, message, mid):
@@ -724,6 +791,10 @@ class ExecTarget:
             if sid not in trace.finished_streams and not trace.failed:
                 what = f"the program's stream handler did not return within {self.message_timeout:g} s"
                 raise self._fail(trace, what, "hang")
+
+
+def _too_long(line: _LineTooLong) -> str:
+    return f"a line of {line.size:,} bytes, past the cap of {line.cap:,} bytes on one message (CALLSAFE_EXEC_MAX_LINE)"
 
 
 _RAISED: dict[str, type[TargetRaised]] = {}

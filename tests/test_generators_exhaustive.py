@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-import time
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -56,9 +56,10 @@ def test_deterministic_and_lazy() -> None:
     bound = Bound(calls=2, turns=2, fragments=2, controls=frozenset({"cancel", "replay", "restart"}), restarts=1)
     assert run(bound)[0] == run(bound)[0]
     huge = Bound(calls=4, turns=4, fragments=4, controls=frozenset({"cancel", "replay"}), length=40)
-    started = time.perf_counter()
-    first = list(itertools.islice(exhaustive_traces(huge), 5))
-    assert len(first) == 5 and time.perf_counter() - started < 1.0
+    traces = exhaustive_traces(huge)  # billions of traces: only a lazy enumeration hands out the first ones
+    assert isinstance(traces, Iterator) and not isinstance(traces, Sequence)
+    first = list(itertools.islice(traces, 5))
+    assert len(first) == 5
 
 
 def test_templates_become_events_with_per_call_data() -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import skips
 
 from callsafe.guard import (
     ClosedGuard,
@@ -99,7 +100,7 @@ def test_dicts_and_sse_cut_anywhere_run_the_call_once(protocol: str) -> None:
 
 
 def test_openai_sdk_chunk_objects_and_the_stream_helper_events() -> None:
-    pytest.importorskip("openai")
+    pytest.importorskip("openai", reason=skips.missing("openai"))
     from openai.lib.streaming.chat import ChatCompletionStreamState
 
     from callsafe.targets.openai_chat import chunk_from_payload
@@ -467,7 +468,9 @@ def test_log_lines_are_structured_and_carry_no_argument_value(caplog: pytest.Log
 
 
 def test_spans_carry_the_turns_traceparent() -> None:
-    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    sdk = pytest.importorskip(
+        "opentelemetry.sdk.trace", reason=skips.missing("opentelemetry-sdk", "pip install -e '.[dev]'")
+    )
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -493,7 +496,9 @@ def test_spans_carry_the_turns_traceparent() -> None:
 
 
 def test_without_an_sdk_the_api_no_op_tracer_changes_nothing() -> None:
-    pytest.importorskip("opentelemetry.trace")
+    pytest.importorskip(
+        "opentelemetry.trace", reason=skips.missing("opentelemetry-api", "pip install -e '.[guard-otel]'")
+    )
     tools = Tools()
     guard = make(tools)  # the global tracer provider: the api's no-op unless configured
     assert len(list(guard.turn("t", "u", "acme").stream(payloads()))) == 1

@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 import pytest
+import skips
 
 from callsafe.campaigns.matrix import GUARD_ROWS, MATRIX_GENERATORS, run_matrix
 from callsafe.certify.harness import ADVERSITIES_GENERATOR, WIRE_GENERATOR, Options, certify
@@ -47,9 +48,7 @@ def test_over_sqlite() -> None:
 
 
 @pytest.mark.postgres
-@pytest.mark.skipif(
-    not os.environ.get("CALLSAFE_PG_DSN"), reason="CALLSAFE_PG_DSN is not set: needs a PostgreSQL server"
-)
+@pytest.mark.skipif(not os.environ.get("CALLSAFE_PG_DSN"), reason=skips.POSTGRES)
 def test_over_postgres() -> None:
     _holds_everything(
         certify("guard:postgres:anthropic-messages", Options(depth=1, walks=5, generators=(WIRE_GENERATOR, "catalog")))

@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+import skips
 
 from callsafe.guard import Guard, ToolCall
 from callsafe.model.vocabulary import (
@@ -36,10 +37,12 @@ from callsafe.model.vocabulary import (
 from callsafe.providers.sse import encode_payloads
 from callsafe.providers.streams import render_payloads
 
-openai = pytest.importorskip("openai")
-anthropic = pytest.importorskip("anthropic")
-httpx = pytest.importorskip("httpx")
-httpx2 = pytest.importorskip("httpx2")  # what the anthropic SDK speaks HTTP with
+openai = pytest.importorskip("openai", reason=skips.missing("openai"))
+anthropic = pytest.importorskip("anthropic", reason=skips.missing("anthropic"))
+httpx = pytest.importorskip("httpx", reason=skips.missing("httpx"))
+httpx2 = pytest.importorskip(
+    "httpx2", reason=skips.missing("httpx2", "pip install -e '.[sdks]' (the anthropic SDK speaks HTTP with it)")
+)  # what the anthropic SDK speaks HTTP with
 
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guard.md"
 CITIES = ("Paris", "Rome")
@@ -258,7 +261,7 @@ def test_a_response_cut_off_by_the_token_limit_or_an_error_event_runs_nothing(
 
 @pytest.fixture(scope="module")
 def loopback() -> Iterator[Any]:
-    pytest.importorskip("uvicorn")
+    pytest.importorskip("uvicorn", reason=skips.missing("uvicorn", "pip install -e '.[serve]'"))
     from callsafe.loopback.server import LoopbackServer
 
     server = LoopbackServer().start()

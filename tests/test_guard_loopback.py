@@ -8,14 +8,15 @@ from __future__ import annotations
 import sys
 
 import pytest
+import skips
 
 from callsafe.certify.harness import Options, certify
 from callsafe.model.invariants import INVARIANTS
 from callsafe.reporting.report import report_json
 
-pytest.importorskip("uvicorn")
-pytest.importorskip("openai")
-pytest.importorskip("anthropic")
+pytest.importorskip("uvicorn", reason=skips.missing("uvicorn", "pip install -e '.[serve]'"))
+pytest.importorskip("openai", reason=skips.missing("openai"))
+pytest.importorskip("anthropic", reason=skips.missing("anthropic"))
 
 WIRE = Options(generators=("wire",), minimize=True, minimize_budget=10)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from loaded import EXEC_ENV, TRACE_TIMEOUT
 
 from callsafe.certify.harness import check_trace
 from callsafe.targets.findings import FINDINGS, NOTES, findings_for, notes_for
@@ -28,6 +29,13 @@ PREFIX = {
     "google-adk": "google_adk_",
     "llama-index-core": "llama_index_",
 }
+
+
+@pytest.fixture(autouse=True)
+def _loaded_machine_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Programs (TypeScript rows, agent frameworks) get minutes to start and answer (:mod:`loaded`)."""
+    for name, value in EXEC_ENV.items():
+        monkeypatch.setenv(name, value)
 
 
 def test_findings_are_named_once_and_name_known_surfaces() -> None:
@@ -53,7 +61,7 @@ def test_witnesses_violate_exactly_what_is_recorded(finding: object) -> None:
             pytest.skip(reason)
         violated: set[str] = set()
         for witness in finding.witnesses:
-            checked = check_trace(f"library:{surface}", witness)
+            checked = check_trace(f"library:{surface}", witness, TRACE_TIMEOUT)
             assert not checked.missing, (finding.id, surface, checked.note)
             violated |= checked.violated
         assert violated == recorded, f"{finding.id} on {surface}: {sorted(violated)}, recorded {sorted(recorded)}"
@@ -99,5 +107,6 @@ def test_every_repro_is_a_finding_whose_problem_shows_in_its_cell() -> None:
         reason = unavailable(surface)
         if reason is not None:
             pytest.skip(reason)
-        checked = check_trace(f"library:{surface}", wire_trace(_one(WHOLE), protocol, operator, label))
+        trace = wire_trace(_one(WHOLE), protocol, operator, label)
+        checked = check_trace(f"library:{surface}", trace, TRACE_TIMEOUT)
         assert checked.judgement.errors, script

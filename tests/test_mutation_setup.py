@@ -8,9 +8,10 @@ import hashlib
 from pathlib import Path
 
 import pytest
+import skips
 from bench_modules import bench_module
 
-pytest.importorskip("cosmic_ray")
+pytest.importorskip("cosmic_ray", reason=skips.missing("cosmic-ray", "pip install -e '.[mutation]'"))
 
 CORE = Path(__file__).resolve().parent.parent / "reference_impl" / "core.py"
 

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from loaded import TRACE_TIMEOUT
 
 from callsafe.certify.harness import check_trace
 from callsafe.model.builder import TraceBuilder
@@ -73,7 +74,7 @@ def test_each_row_runs_a_whole_call_once_and_stops_on_a_cancel(row: object) -> N
 
     assert isinstance(row, ProgramRow)
     spec = f"library:{row.name}"
-    checked = check_trace(spec, ONE)
+    checked = check_trace(spec, ONE, TRACE_TIMEOUT)
     assert not checked.missing and checked.run is not None and not checked.run.errors, checked.run
     executed = [o for o in checked.run.observations if o.kind == "executed"]
     # every row, LangChain.js too: callsafe's Chat stream opens with role assistant, as the cloud APIs do
@@ -86,7 +87,7 @@ def test_each_row_runs_a_whole_call_once_and_stops_on_a_cancel(row: object) -> N
     expected = {"INV-TERMINAL"} if row.name == OR else set()
     assert checked.violated == expected, checked.judgement.findings
     # a cancel mid-call aborts the request (the library's AbortSignal): nothing runs after it
-    cancelled = check_trace(spec, _cancelled_mid_call())
+    cancelled = check_trace(spec, _cancelled_mid_call(), TRACE_TIMEOUT)
     assert not cancelled.missing, "every row declares cancellation"
     assert cancelled.run is not None and not cancelled.run.errors, cancelled.run
     assert [o for o in cancelled.run.observations if o.kind == "executed"] == []
@@ -104,7 +105,7 @@ def test_acks_put_what_a_row_ran_at_the_step_of_the_payload_it_ran_it_for(monkey
     trace = _one(WHOLE, end=None)
     steps = set()
     for _ in range(3):
-        checked = check_trace("library:node/openai:openai-responses:responses.stream", trace)
+        checked = check_trace("library:node/openai:openai-responses:responses.stream", trace, TRACE_TIMEOUT)
         assert checked.run is not None
         steps |= {o.step for o in checked.run.observations if o.kind == "executed"}
         assert checked.violated == {"INV-TERMINAL"}

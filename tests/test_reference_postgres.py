@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+import skips
 
 from callsafe.certify.runner import run_trace
 from callsafe.contract.target import TargetEnv
@@ -45,8 +46,7 @@ pytestmark = [
     pytest.mark.postgres,
     pytest.mark.skipif(
         not DSN,
-        reason="CALLSAFE_PG_DSN is not set: the PostgreSQL tests need a server "
-        "(e.g. postgresql://postgres@127.0.0.1:5433/postgres)",
+        reason=skips.POSTGRES,
     ),
 ]
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import skips
 
 from callsafe.model.vocabulary import Limits, ToolSpec, TurnStarted
 from callsafe.reference_impl.core import Core
@@ -37,7 +38,7 @@ def _sqlite_pair(tmp_path: Path) -> Iterator[tuple[SqlStore, SqlStore]]:
 
 def _postgres_pair(tmp_path: Path) -> Iterator[tuple[SqlStore, SqlStore]]:
     if not DSN:
-        pytest.skip("CALLSAFE_PG_DSN is not set: needs a PostgreSQL server")
+        pytest.skip(skips.POSTGRES)
     from callsafe.reference_impl.postgres_store import PostgresStore
 
     namespace = f"callsafe_test_{uuid.uuid4().hex[:12]}"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import skips
 
 from callsafe.contract.target import TargetEnv
 from callsafe.model.lifecycle import State
@@ -77,7 +78,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
 
     else:
         if not DSN:
-            pytest.skip("CALLSAFE_PG_DSN is not set: the PostgreSQL store needs a server")
+            pytest.skip(skips.POSTGRES)
         from callsafe.reference_impl.postgres_store import PostgresStore
 
         namespace = f"callsafe_test_{uuid.uuid4().hex[:12]}"

@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import skips
 from click.testing import CliRunner
 
 from callsafe.cli.main import main
@@ -240,7 +241,7 @@ def test_store_commands_print_a_paths_escape_sequences_escaped(tmp_path: Path) -
 
 
 def test_postgres_errors_name_their_cause_and_the_dsn_keeps_its_own_timeouts() -> None:
-    psycopg = pytest.importorskip("psycopg")
+    psycopg = pytest.importorskip("psycopg", reason=skips.missing("psycopg", "pip install -e '.[postgres]'"))
     from psycopg import errors as pg_errors
 
     from callsafe.reference_impl.postgres_store import pg_fault, with_timeouts

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import pytest
 import reliability_child as child
+import skips
 from reliability_child import CRASH_POINTS, LIMITS, SCENARIO, TOOLS, ChildConfig, journal_entries, wire_events
 from reliability_support import (
     CTX,
@@ -356,7 +357,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         opened.close()
         return
     if not DSN:
-        pytest.skip("CALLSAFE_PG_DSN is not set: the PostgreSQL store needs a server")
+        pytest.skip(skips.POSTGRES)
     from callsafe.reference_impl.postgres_store import PostgresStore
 
     pg = PostgresStore(DSN)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import skips
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_pipeline import (
@@ -278,7 +279,7 @@ def test_atheris_pipeline(tmp_path: Path) -> None:
 
 @long_variant
 def test_atheris_pipeline_long(tmp_path: Path) -> None:
-    pytest.importorskip("atheris")
+    pytest.importorskip("atheris", reason=skips.missing("atheris", "pip install -e '.[fuzz]'"))
     result = _atheris(int(os.environ.get("CALLSAFE_ATHERIS_SECONDS", "600")), tmp_path)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     report_figures("atheris (long)", {"summary": _summary(result)})
@@ -295,7 +296,7 @@ def test_an_identifier_a_store_cannot_hold_is_its_typed_error(backend: str, bad:
     if backend == "postgres":
         dsn = os.environ.get("CALLSAFE_PG_DSN", "")
         if not dsn:
-            pytest.skip("CALLSAFE_PG_DSN is not set")
+            pytest.skip(skips.POSTGRES)
         from callsafe.reference_impl.postgres_store import PostgresStore
 
         store: Any = PostgresStore(dsn)

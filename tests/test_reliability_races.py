@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 import reliability_child as child
+import skips
 from reliability_child import RaceConfig, call, journal_entries
 from reliability_support import CTX, execution_counts, long_variant, report_figures
 
@@ -198,7 +199,7 @@ def _deadlocks(dsn: str) -> int:
     return int(row[0]) if row else 0
 
 
-@pytest.mark.skipif(not DSN, reason="CALLSAFE_PG_DSN is not set: the PostgreSQL races need a server")
+@pytest.mark.skipif(not DSN, reason=skips.POSTGRES)
 @pytest.mark.postgres
 def test_postgres_replicas_race(tmp_path: Path) -> None:
     with _database(DSN) as dsn:
@@ -215,7 +216,7 @@ def test_postgres_replicas_race(tmp_path: Path) -> None:
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_replicas_race_long(backend: str, tmp_path: Path) -> None:
     if backend == "postgres" and not DSN:
-        pytest.skip("CALLSAFE_PG_DSN is not set")
+        pytest.skip(skips.POSTGRES)
     if backend == "sqlite":
         figures = race(tmp_path, trials=5000, workers=4, seed=3)
     else:

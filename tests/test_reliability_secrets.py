@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import skips
 
 from callsafe.model.vocabulary import (
     CallKey,
@@ -152,7 +153,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[St
         sqlite.close()
     else:
         if not DSN:
-            pytest.skip("CALLSAFE_PG_DSN is not set: the PostgreSQL store needs a server")
+            pytest.skip(skips.POSTGRES)
         from callsafe.reference_impl.postgres_store import PostgresStore
 
         pg = PostgresStore(DSN, f"callsafe_secrets_{uuid.uuid4().hex[:12]}", create=True)

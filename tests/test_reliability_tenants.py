@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import skips
 
 from callsafe.model.vocabulary import (
     AuditRow,
@@ -97,7 +98,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
 
     if request.param == "postgres":
         if not DSN:
-            pytest.skip("CALLSAFE_PG_DSN is not set: the PostgreSQL store needs a server")
+            pytest.skip(skips.POSTGRES)
         import uuid
 
         namespace = f"callsafe_tenants_{uuid.uuid4().hex[:12]}"

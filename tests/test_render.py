@@ -37,7 +37,9 @@ from callsafe.reporting.diagram_files import SMALL
 from callsafe.reporting.report import write_reports
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' is not installed")
+needs_dot = pytest.mark.skipif(
+    shutil.which("dot") is None, reason="Graphviz 'dot' is not installed (apt-get install graphviz)"
+)
 
 _EDGE = re.compile(r"^\t(\w+)(?::\w+)*? -> (\w+)(?::\w+)* \[(.*?)\]$", re.M | re.S)
 
