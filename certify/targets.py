@@ -17,6 +17,9 @@ can be imported anywhere:
 * ``exec:COMMAND``: any program that speaks the callsafe target protocol on its stdin and
   stdout (:mod:`callsafe.targets.exec_target`), e.g. ``exec:node naive.js``; the command is
   split as a shell would split it, and run without a shell;
+* ``agent:COMMAND`` (``agent:--protocol anthropic-messages --cancel-signal INT -- COMMAND``):
+  an unmodified agent program certified through its model endpoint and its MCP tool server
+  alone (:mod:`callsafe.adapters.mcp_agent`, run as ``exec:``);
 * ``guard:STORE:PROTOCOL`` (``guard:memory:openai-chat``, ``guard:sqlite:anthropic-messages``,
   ``guard:postgres:openai-responses``; ``guard`` alone is ``guard:sqlite:openai-chat``):
   :class:`callsafe.targets.guard.GuardTarget`, the ``callsafe.guard`` library reading that
@@ -155,6 +158,15 @@ def _exec(command: str) -> TargetFactory:
     return factory
 
 
+def _agent(command: str) -> TargetFactory:
+    if not command:
+        raise TargetSpecError("agent: needs a command, as in 'agent:python my_agent.py'")
+    words = shlex.split(command)
+    if words[0] != "--" and not words[0].startswith("--"):
+        words = ["--", *words]
+    return _exec(shlex.join([sys.executable, "-m", "callsafe.adapters.mcp_agent", *words]))
+
+
 def _guard(spec: str) -> TargetFactory:
     from callsafe.providers import registry
     from callsafe.targets.guard import GUARD_STORES, GuardTarget
@@ -185,6 +197,8 @@ def resolve_target(spec: str) -> TargetFactory:
         return _library(spec.partition(":")[2])
     if spec.startswith("exec:"):
         return _exec(spec.partition(":")[2].strip())
+    if spec.startswith("agent:"):
+        return _agent(spec.partition(":")[2].strip())
     if spec.startswith("reference:"):
         store = spec.partition(":")[2]
         if store not in REFERENCE_STORES:

@@ -1,0 +1,232 @@
+"""``python -m callsafe.adapters.mcp_agent [--protocol P] [--cancel-signal SIG] -- COMMAND``:
+an unmodified agent program certified through its two real interfaces, with no adapter code
+(``callsafe certify 'agent:COMMAND'``).
+
+The agent is what a user runs: it reads its model's stream from a base URL and takes its
+tools from an MCP server. This program speaks the target protocol to callsafe (it is an
+``exec:`` program reading over HTTP, so every part of the exec machinery applies: the
+process pool, the timeouts, the loopback provider, the failure reports) and, for each model
+stream of a trace, starts COMMAND with
+
+- ``OPENAI_BASE_URL`` (``.../model/v1``) and ``ANTHROPIC_BASE_URL`` (``.../model``): the
+  watched path to callsafe's loopback provider (:class:`~callsafe.loopback.mcp_server.AgentInterfaces`),
+- ``CALLSAFE_MCP_URL``: callsafe's MCP server (Streamable HTTP), which lists the trace's
+  catalog and records each ``tools/call`` as an execution by the agent,
+- ``CALLSAFE_MCP_COMMAND``: the same server as a stdio MCP server command
+  (:mod:`callsafe.loopback.mcp_stdio`), for an agent whose MCP entry is a command,
+
+and waits for it to exit. COMMAND's stdout goes to stderr (callsafe's message channel is
+this program's stdout).
+
+Call keys: an MCP ``tools/call`` carries a tool name and arguments, no call id. The key is
+recovered from the calls the agent was sent on the wire (:class:`WireCalls`): the first
+call of that name whose streamed arguments decode to the arguments received and that has
+not run yet; else one that has (the agent ran it again: the same key, so a second run is a
+second execution of one call); else the first call of that name not run yet (the agent ran
+it with other arguments than were streamed); else a key naming no call on the wire. So what
+the agent form judges soundly is *what* ran (which call, how often, with which arguments,
+whether it was finished or truncated), not the agent's own call ids.
+
+Controls: the agent exposes no turn, cancel or confirmation API to callsafe, so by default
+the program declares no capability and those traces are not applicable. ``--cancel-signal
+INT`` (or ``TERM``) is the optional hook for an agent that stops on a signal: a cancel, a
+new turn or a dropped connection sends it the signal and waits for it to exit, and the
+program declares ``cancellation``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shlex
+import signal
+import sys
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from callsafe.adapters.frameworks._program import FrameworkProgram, WireIds, main
+from callsafe.contract.target import TargetEnv
+from callsafe.loopback.mcp_server import AgentInterfaces, decode_arguments
+from callsafe.model.vocabulary import CallKey, TurnStarted
+
+__all__ = ["AgentProgram", "WireCalls"]
+
+PROTOCOLS = ("openai-chat", "anthropic-messages")
+
+
+class WireCalls(WireIds):
+    """:class:`WireIds`, and per call id the tool's name and its streamed argument text."""
+
+    def __init__(self, protocol: str) -> None:
+        super().__init__(protocol)
+        self.names: dict[str, str] = {}
+        self.text: dict[str, str] = {}
+        self._open: dict[str, str] = {}  # the index's (block's) current call
+
+    def _read(self, p: Mapping[str, Any]) -> None:
+        super()._read(p)
+        if self.protocol == "openai-chat":
+            for choice in p.get("choices") or []:
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue
+                for delta in (choice.get("delta") or {}).get("tool_calls") or []:
+                    if isinstance(delta, dict):
+                        self._delta(str(delta.get("index", "")), delta.get("id"), delta.get("function") or {})
+        elif self.protocol == "anthropic-messages":
+            block, index = p.get("content_block"), str(p.get("index", ""))
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                self._delta(index, block.get("id"), {"name": block.get("name")})
+            delta = p.get("delta")
+            if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+                self._delta(index, None, {"arguments": delta.get("partial_json")})
+
+    def _delta(self, index: str, call: Any, function: Mapping[str, Any]) -> None:
+        if isinstance(call, str):
+            self._open[index] = call
+            self.text.setdefault(call, "")
+        current = self._open.get(index)
+        if current is None:
+            return
+        if isinstance(function.get("name"), str) and current not in self.names:
+            self.names[current] = function["name"]
+        if isinstance(function.get("arguments"), str):
+            self.text[current] += function["arguments"]
+
+
+class AgentProgram(FrameworkProgram):
+    """One agent command behind the target protocol (see the module docstring)."""
+
+    def __init__(
+        self, command: list[str], protocol: str, cancel_signal: int | None, drop_answers: bool = False
+    ) -> None:
+        self.protocol = protocol
+        super().__init__()
+        self.ids = WireCalls(protocol)
+        self.command = command
+        self.name = f"agent:{protocol}:{shlex.join(command)}"
+        self.capabilities = frozenset({"cancellation"}) if cancel_signal is not None else frozenset()
+        self.cancel_signal = cancel_signal
+        self.drop_answers = drop_answers
+        self.ran: dict[str, int] = {}  # call id -> times the agent ran it (this stream)
+        self.unknown = 0
+        self.lock = threading.Lock()
+        self.process: asyncio.subprocess.Process | None = None
+        self.interfaces: AgentInterfaces | None = None
+
+    # -- the agent's two interfaces ----------------------------------------------------
+
+    def _interfaces(self) -> AgentInterfaces:
+        if self.interfaces is None:
+            self.interfaces = _shared(self)
+        return self.interfaces
+
+    def catalog(self) -> dict[str, Any]:
+        env = self.env
+        return {} if env is None else {name: spec.schema for name, spec in env.tools.items()}
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> str:
+        """A ``tools/call``: the agent executes ``tool``; recorded under the recovered key."""
+        env, turn = self.env, self.turn
+        if env is None or turn is None:
+            return "error: no trace is running"
+        with self.lock:
+            key = self._key(turn, tool, arguments)
+        env.executor(key, turn.actor, tool, arguments, turn.traceparent)
+        return "ok"
+
+    def _key(self, turn: TurnStarted, tool: str, arguments: dict[str, Any]) -> CallKey:
+        ids = self.ids
+        assert isinstance(ids, WireCalls)
+        named = [call for _, call in ids.order if ids.names.get(call) == tool]
+        same = [call for call in named if decode_arguments(ids.text.get(call, "")) == arguments]
+        for pool in ([c for c in same if c not in self.ran], same, [c for c in named if c not in self.ran]):
+            if pool:
+                call = pool[0]
+                self.ran[call] = self.ran.get(call, 0) + 1
+                return ids.key(turn, call)
+        self.unknown += 1
+        return CallKey(turn.tenant, turn.turn, ids.response, "", f"mcp-call-{self.unknown}")
+
+    # -- the run -------------------------------------------------------------------------
+
+    async def run(self, base_url: str, env: TargetEnv, turn: TurnStarted) -> None:
+        interfaces = self._interfaces()
+        with self.lock:
+            self.ids = WireCalls(self.protocol)
+            self.ran = {}
+        interfaces.set_upstream(base_url)
+        environment = dict(os.environ)
+        environment.update(
+            {
+                "OPENAI_BASE_URL": f"{interfaces.model_url}/v1",
+                "ANTHROPIC_BASE_URL": interfaces.model_url,
+                "OPENAI_API_KEY": "callsafe-loopback",
+                "ANTHROPIC_API_KEY": "callsafe-loopback",
+                "CALLSAFE_MCP_URL": interfaces.mcp_url,
+                "CALLSAFE_MCP_COMMAND": shlex.join([sys.executable, "-m", "callsafe.loopback.mcp_stdio"]),
+            }
+        )
+        environment.pop("CALLSAFE_TARGET_PROTOCOL", None)  # the agent speaks no protocol to callsafe
+        self.process = process = await asyncio.create_subprocess_exec(
+            *self.command, stdin=asyncio.subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr, env=environment
+        )
+        try:
+            status = await process.wait()
+        except asyncio.CancelledError:
+            process.kill()
+            await process.wait()
+            raise
+        finally:
+            self.process = None
+        if status != 0 and not self.cancelled:
+            raise RuntimeError(f"the agent exited with status {status}")
+
+    def cancel(self, task: asyncio.Task[None]) -> None:
+        process = self.process
+        if process is not None and self.cancel_signal is not None:
+            process.send_signal(self.cancel_signal)  # the agent's own way to stop; run() returns when it exits
+        else:
+            task.cancel()
+
+
+_INTERFACES: list[AgentInterfaces] = []
+_CURRENT: list[AgentProgram] = []
+
+
+def _shared(program: AgentProgram) -> AgentInterfaces:
+    """One server for the process; it serves the program of the running trace."""
+    if _CURRENT:
+        _CURRENT[0] = program
+    else:
+        _CURRENT.append(program)
+    if not _INTERFACES:
+        _INTERFACES.append(
+            AgentInterfaces(
+                catalog=lambda: _CURRENT[0].catalog(),
+                on_call=lambda tool, arguments: _CURRENT[0].call(tool, arguments),
+                on_bytes=lambda data: _CURRENT[0].ids.feed(data),
+                drop_answers=program.drop_answers,
+            ).start()
+        )
+    return _INTERFACES[0]
+
+
+def parse(argv: list[str]) -> tuple[list[str], str, int | None, bool]:
+    parser = argparse.ArgumentParser(prog="python -m callsafe.adapters.mcp_agent")
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="openai-chat")
+    parser.add_argument("--cancel-signal", choices=("INT", "TERM"), default=None)
+    parser.add_argument("--drop-answers", action="store_true", help="lose the first answer to each tools/call")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
+    if not command:
+        parser.error("name the agent's command")
+    sig = None if args.cancel_signal is None else int(getattr(signal, f"SIG{args.cancel_signal}"))
+    return command, args.protocol, sig, bool(args.drop_answers)
+
+
+if __name__ == "__main__":
+    _command, _protocol, _signal, _drop = parse(sys.argv[1:])
+    raise SystemExit(main(lambda: AgentProgram(_command, _protocol, _signal, _drop)))

@@ -1,0 +1,193 @@
+"""callsafe as an agent's MCP tool server, and the watched path to its model endpoint.
+
+Why: an agent that takes its tools from an MCP server and its model from an OpenAI- or
+Anthropic-compatible base URL is certifiable from the outside through those two interfaces
+alone. :class:`AgentInterfaces` serves both on 127.0.0.1, in a thread of its own (uvicorn,
+as :mod:`callsafe.loopback.server`):
+
+- ``/mcp``: an MCP server over Streamable HTTP (the official ``mcp`` SDK's low-level
+  ``Server``). ``tools/list`` answers the current trace's catalog (each tool's JSON Schema as
+  its ``inputSchema``); each ``tools/call`` is the agent executing a tool, handed to
+  ``on_call(name, arguments)`` (the executor spy) and answered with that function's short
+  text. The spy sits where the agent's tools really run.
+- ``/model/...``: a pass-through to the model endpoint of the moment (callsafe's loopback
+  provider, ``set_upstream``): each request is forwarded as it is and each response's bytes
+  are shown to ``on_bytes`` as they pass, unchanged and unbuffered, so the ids of the calls
+  the agent was sent (the response id, each call's item and id, its name and argument text)
+  are known when its ``tools/call`` arrives (the MCP request carries only a name and
+  arguments).
+
+Nothing here judges: :mod:`callsafe.adapters.mcp_agent` turns calls into executions under
+call keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import httpx
+import mcp_types as types
+import uvicorn
+from mcp.server.lowlevel.server import Server
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+__all__ = ["AgentInterfaces"]
+
+_HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "accept-encoding"})
+
+
+class AgentInterfaces:
+    """The MCP tool server and the watched model path, on one port of 127.0.0.1."""
+
+    def __init__(
+        self,
+        catalog: Callable[[], Mapping[str, Mapping[str, Any]]],
+        on_call: Callable[[str, dict[str, Any]], str],
+        on_bytes: Callable[[bytes], None],
+        drop_answers: bool = False,
+    ) -> None:
+        self.catalog = catalog  # tool name -> JSON Schema, read at each tools/list
+        self.on_call = on_call
+        self.on_bytes = on_bytes
+        self.drop_answers = drop_answers  # the first answer to each distinct tools/call is lost
+        self.dropped: set[bytes] = set()
+        self.upstream = ""
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
+        server: Server[Any] = Server("callsafe", on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+        app = server.streamable_http_app(
+            custom_starlette_routes=[Route("/model/{path:path}", self._model, methods=["GET", "POST"])]
+        )
+        config = uvicorn.Config(self._dropping(app), log_level="critical", access_log=False, lifespan="on", ws="none")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self._run, name="callsafe-mcp", daemon=True)
+        self.client: httpx.AsyncClient | None = None
+
+    @property
+    def mcp_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @property
+    def model_url(self) -> str:
+        """The agent's model base URL (a provider's paths follow: ``/v1/chat/completions``)."""
+        return f"http://127.0.0.1:{self.port}/model"
+
+    def set_upstream(self, base_url: str) -> None:
+        self.upstream = base_url.rstrip("/")
+
+    def _run(self) -> None:
+        asyncio.run(self.server.serve(sockets=[self.sock]))
+
+    def start(self) -> AgentInterfaces:
+        self.thread.start()
+        for _ in range(1000):
+            if self.server.started:
+                return self
+            self.thread.join(timeout=0.01)
+        raise RuntimeError("callsafe's MCP server did not start")
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=5)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    # -- MCP ---------------------------------------------------------------------------
+
+    def _dropping(self, app: Any) -> Any:
+        """With ``drop_answers``: the connection of a ``tools/call`` POST drops after the
+        tool ran and before its answer is written, the first time each distinct call (name
+        and arguments) is sent: a host that sends the call again runs it twice (INV-ONCE);
+        MCP's Streamable HTTP transport says a disconnection is not a cancellation, and its
+        way back to a lost answer is a resumed stream (``Last-Event-ID``), not a new call."""
+
+        async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+            if not self.drop_answers or scope.get("type") != "http" or scope.get("method") != "POST":
+                await app(scope, receive, send)
+                return
+            body = bytearray()
+
+            async def watched_receive() -> Any:
+                message = await receive()
+                if message.get("type") == "http.request":
+                    body.extend(message.get("body", b""))
+                return message
+
+            async def dropping_send(message: Any) -> None:
+                if message.get("type") == "http.response.body" and b'"result"' in message.get("body", b""):
+                    call = _tool_call(bytes(body))
+                    if call is not None and call not in self.dropped:
+                        self.dropped.add(call)
+                        raise ConnectionResetError("callsafe dropped the connection before the answer")
+                await send(message)
+
+            await app(scope, watched_receive, dropping_send)
+
+        return wrapped
+
+    async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        tools = [
+            types.Tool(name=name, description=f"the {name} tool", input_schema=dict(schema))
+            for name, schema in self.catalog().items()
+        ]
+        return types.ListToolsResult(tools=tools)
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        text = await asyncio.to_thread(self.on_call, params.name, arguments)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    # -- the model path ----------------------------------------------------------------
+
+    async def _model(self, request: Request) -> Response:
+        if not self.upstream:
+            return Response("no model stream is open", status_code=503)
+        if self.client is None:
+            self.client = httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0))
+        url = f"{self.upstream}/{request.path_params['path']}"
+        if request.url.query:
+            url = f"{url}?{request.url.query}"
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+        upstream = self.client.build_request(request.method, url, headers=headers, content=await request.body())
+        response = await self.client.send(upstream, stream=True)
+
+        async def body() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in response.aiter_raw():
+                    self.on_bytes(chunk)
+                    yield chunk
+            finally:
+                await response.aclose()
+
+        out = {k: v for k, v in response.headers.items() if k.lower() not in _HOP_HEADERS | {"content-encoding"}}
+        return StreamingResponse(body(), status_code=response.status_code, headers=out)
+
+
+def _tool_call(body: bytes) -> bytes | None:
+    """A ``tools/call`` request's name and arguments, canonical, or ``None``."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None
+    params = message.get("params") or {}
+    return json.dumps([params.get("name"), params.get("arguments")], sort_keys=True).encode()
+
+
+def decode_arguments(text: str) -> Any:
+    """The arguments a call's streamed text decodes to, or ``None`` when it does not."""
+    try:
+        return json.loads(text) if text.strip() else {}
+    except ValueError:
+        return None

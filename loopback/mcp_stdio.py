@@ -1,0 +1,52 @@
+"""``python -m callsafe.loopback.mcp_stdio``: callsafe's MCP tool server for an agent whose
+MCP server entry is a command (the stdio transport) rather than a URL.
+
+Why a bridge: the executor spy lives in the process that speaks to callsafe
+(:mod:`callsafe.adapters.mcp_agent`), while a stdio MCP server is a child the agent starts
+itself. So this server answers the agent over its stdin and stdout and forwards each
+``tools/list`` and ``tools/call``, unchanged, to the Streamable HTTP server at
+``CALLSAFE_MCP_URL`` (:mod:`callsafe.loopback.mcp_server`), where the call is recorded.
+``callsafe certify 'agent:COMMAND'`` gives the agent this command in ``CALLSAFE_MCP_COMMAND``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+
+__all__ = ["serve"]
+
+
+async def serve(url: str) -> None:
+    """Serve MCP on stdin/stdout, forwarding to the server at ``url``."""
+    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as upstream:
+        await upstream.initialize()
+
+        async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+            return await upstream.list_tools()
+
+        async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            result = await upstream.call_tool(params.name, dict(params.arguments or {}))
+            if not isinstance(result, types.CallToolResult):
+                raise TypeError(f"callsafe's MCP server answered {type(result).__name__}")
+            return result
+
+        server: Server[Any] = Server("callsafe", on_list_tools=list_tools, on_call_tool=call_tool)
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    mcp_url = os.environ.get("CALLSAFE_MCP_URL")
+    if not mcp_url:
+        print("CALLSAFE_MCP_URL is not set: run under `callsafe certify 'agent:COMMAND'`", file=sys.stderr)
+        raise SystemExit(2)
+    anyio.run(serve, mcp_url)

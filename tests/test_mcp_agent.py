@@ -1,0 +1,173 @@
+"""``agent:COMMAND`` (issue 34): an unmodified agent program, which takes its model from
+``OPENAI_BASE_URL`` and its tools from the MCP server at ``CALLSAFE_MCP_URL``, certified by
+configuration alone. What reaches callsafe's MCP server is what the agent executed, under the
+key of the call it was sent on the wire; a correct agent holds, and a naive one (calls keyed
+by index, run whatever the finish reason) is caught on the traces that show each bug."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from callsafe.certify.checking import Checked, check_trace
+from callsafe.certify.targets import TargetSpecError, resolve_target
+from callsafe.model.builder import TraceBuilder
+from callsafe.model.vocabulary import Executed, ToolSpec, Trace
+
+pytest.importorskip("mcp")
+pytest.importorskip("openai")
+
+AGENT = Path(__file__).parent / "exec_programs" / "mcp_chat_agent.py"
+CORRECT = f"agent:{sys.executable} {AGENT}"
+NAIVE = f"agent:{sys.executable} {AGENT} --naive"
+PAY = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}
+
+
+def _builder() -> TraceBuilder:
+    return TraceBuilder(tools={"pay": ToolSpec(schema=PAY)}).turn("t1", response="r1")
+
+
+def _shared_index() -> Trace:
+    """Two parallel calls that share one index (as some gateways stream them): two calls."""
+    b = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":', "1}")
+    b.open("call_b", "pay", item="0").fragments("call_b", '{"amount":', "2}")
+    return b.terminal("call_a").terminal("call_b").response_end("completed").build()
+
+
+def _cut_at_length() -> Trace:
+    b = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1')
+    return b.terminal("call_a", reason="length").response_end("length").build()
+
+
+def _check(spec: str, trace: Trace) -> tuple[Checked, list[Executed]]:
+    checked = check_trace(spec, trace)
+    assert not checked.missing, checked.note
+    assert checked.run is not None and not checked.run.errors, checked.run.errors if checked.run else None
+    return checked, [o for o in checked.run.observations if isinstance(o, Executed)]
+
+
+def test_a_correct_agent_runs_each_parallel_call_once_under_its_own_key() -> None:
+    checked, executed = _check(CORRECT, _shared_index())
+    assert sorted((e.key.call, e.key.response, e.tool, e.arguments["amount"]) for e in executed) == [
+        ("call_a", "r1", "pay", 1),
+        ("call_b", "r1", "pay", 2),
+    ]
+    assert not checked.violated, checked.explain()
+
+
+def test_a_correct_agent_runs_nothing_of_a_reply_cut_at_length() -> None:
+    checked, executed = _check(CORRECT, _cut_at_length())
+    assert executed == []
+    assert not checked.violated, checked.explain()
+
+
+def test_a_naive_agent_that_merges_by_index_is_caught() -> None:
+    checked, executed = _check(NAIVE, _shared_index())
+    assert len(executed) == 1  # one merged call instead of two
+    assert checked.violated, "merging two calls into one must violate an invariant"
+    assert "call_b" in checked.explain() or "call_a" in checked.explain()
+
+
+def test_a_naive_agent_that_runs_a_truncated_call_is_caught() -> None:
+    checked, executed = _check(NAIVE, _cut_at_length())
+    assert [e.key.call for e in executed] == ["call_a"]
+    assert "INV-TERMINAL" in checked.violated, checked.explain()
+
+
+def test_controls_the_agent_does_not_expose_are_not_applicable() -> None:
+    """No cancel hook: a trace with a cancel is not applicable (never passed)."""
+    trace = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1}').cancel().build()
+    checked = check_trace(CORRECT, trace)
+    assert "cancellation" in checked.missing and checked.run is None
+
+
+def test_the_agent_form_needs_a_command() -> None:
+    with pytest.raises(TargetSpecError):
+        resolve_target("agent:")
+
+
+def _sse(*payloads: object) -> bytes:
+    import json
+
+    return b"".join(b"data: " + json.dumps(p).encode() + b"\n\n" for p in payloads)
+
+
+def test_the_call_keys_are_read_off_an_anthropic_stream() -> None:
+    """The key recovery needs no process: the bytes of a Messages stream, split anywhere."""
+    from callsafe.adapters.mcp_agent import AgentProgram, WireCalls
+    from callsafe.model.vocabulary import TurnStarted
+
+    data = _sse(
+        {"type": "message_start", "message": {"id": "msg_1"}},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "tu_a", "name": "pay"}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"amount"'}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ":5}"}},
+        {"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "tu_b", "name": "pay"}},
+        {
+            "type": "content_block_delta",
+            "index": 2,
+            "delta": {"type": "input_json_delta", "partial_json": '{"amount":6}'},
+        },
+    )
+    program = AgentProgram(["true"], "anthropic-messages", None)
+    ids = program.ids = WireCalls("anthropic-messages")
+    for i in range(0, len(data), 7):
+        ids.feed(data[i : i + 7])
+    turn = TurnStarted("t1", "u1", "acme")
+    keys = [program._key(turn, "pay", {"amount": n}) for n in (6, 5, 6, 7)]
+    assert [(k.response, k.item, k.call) for k in keys] == [
+        ("msg_1", "2", "tu_b"),  # by its arguments, not its order
+        ("msg_1", "1", "tu_a"),
+        ("msg_1", "2", "tu_b"),  # run again: the same key (INV-ONCE judges it)
+        ("msg_1", "", "mcp-call-1"),  # both ran, and no call was streamed with these: no call of the wire
+    ]
+    assert program._key(turn, "refund", {}).item == ""  # no such call on the wire
+
+
+def _one_call() -> Trace:
+    b = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1', "00}")
+    return b.terminal("call_a").response_end("completed").build()
+
+
+def test_a_lost_answer_runs_the_tool_once_unless_the_agent_calls_again() -> None:
+    """``--drop-answers``: the connection of each call's first ``tools/call`` drops after the
+    tool ran. The ``mcp`` client reports the lost answer and does not send the call again;
+    an agent that retries by calling again runs the tool twice, and INV-ONCE says so."""
+    drop = f"agent:--drop-answers -- {sys.executable} {AGENT}"
+    checked, executed = _check(drop, _one_call())
+    assert [(e.key.call, e.arguments) for e in executed] == [("call_a", {"amount": 100})]
+    assert not checked.violated, checked.explain()
+    checked, executed = _check(f"{drop} --retry", _one_call())
+    assert [e.key.call for e in executed] == ["call_a", "call_a"]
+    assert "INV-ONCE" in checked.violated, checked.explain()
+
+
+NODE_AGENT = Path(__file__).parents[1] / "adapters" / "node" / "examples" / "mcp-chat-agent.mjs"
+
+
+def test_an_unmodified_node_agent_is_certified_the_same_way() -> None:
+    """The same agent in Node (the official MCP client and the openai SDK): the correct one
+    runs both calls that share an index; the naive one merges them and is caught."""
+    import shutil
+
+    node = shutil.which("node")
+    if node is None or not (NODE_AGENT.parent.parent / "node_modules" / "@modelcontextprotocol" / "client").is_dir():
+        pytest.skip("node or adapters/node/node_modules (npm ci) is missing")
+    checked, executed = _check(f"agent:{node} {NODE_AGENT}", _shared_index())
+    assert sorted((e.key.call, e.arguments["amount"]) for e in executed) == [("call_a", 1), ("call_b", 2)]
+    assert not checked.violated, checked.explain()
+    checked, executed = _check(f"agent:{node} {NODE_AGENT} --naive", _shared_index())
+    assert [e.arguments for e in executed] == [{"raw": '{"amount":1}{"amount":2}'}]
+    assert "INV-EXACT-ARGS" in checked.violated, checked.explain()
+
+
+def test_an_agent_whose_mcp_entry_is_a_command_is_certified_over_stdio(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CALLSAFE_MCP_COMMAND``: the agent starts callsafe's stdio MCP server itself; the
+    call still reaches the executor spy, once, under its key. Two Python processes start per
+    stream here, so the hang detector gets room (it bounds a hang, it asserts no speed)."""
+    monkeypatch.setenv("CALLSAFE_EXEC_MESSAGE_TIMEOUT", "60")
+    checked, executed = _check(f"agent:{sys.executable} {AGENT} --stdio", _one_call())
+    assert [(e.key.call, e.arguments) for e in executed] == [("call_a", {"amount": 100})]
+    assert not checked.violated, checked.explain()
