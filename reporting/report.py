@@ -726,8 +726,9 @@ def html_report(cert: Certification) -> str:
             anchored.add(inv_id)
             summary = cert.invariants[inv_id]
             rank = cert.counterexamples[inv_id].index(ce) + 1
+            id_attr = f" id='{anchor}'" if anchor else ""  # no empty ids: only the first of an invariant
             parts.append(
-                f"<div class='ce'{f" id='{anchor}'" if anchor else ''}><h3>{escape(inv_id)} "
+                f"<div class='ce'{id_attr}><h3>{escape(inv_id)} "
                 f"{_badge('violated')}</h3>"
                 f"<p><b>{escape(ce.minimal.name)}</b></p>"
                 f"<p>Cause {rank} of {summary.causes} of {escape(inv_id)}, {ce.traces} violating traces with it"
