@@ -204,6 +204,33 @@ CORRECT_VARIANTS: list[Mutant] = [
         "fails a call as soon as its text can never parse, not at its terminal event",
         correct=True,
     ),
+    *(
+        Mutant(name, f"callsafe.targets.domain_mutants:{cls}", description, correct=True)
+        for name, cls, description in (
+            (
+                "fail-on-repeat",
+                "FailOnRepeat",
+                "fails a call on any repeated position, same bytes or not (the spec: reject or reassemble)",
+            ),
+            (
+                "refuse-unknown-at-open",
+                "RefuseUnknownAtOpen",
+                "cancels a call for an unknown or disabled tool at its opening, not at its validation",
+            ),
+            (
+                "keep-calls-across-catalog-change",
+                "KeepCallsAcrossCatalogChange",
+                "a catalog change stops no call; each validates against the catalog as it stands",
+            ),
+            ("spec-words", "SpecWords", "ledger and status in the spec's words: inert / await confirmation / reject"),
+            ("declared-words", "DeclaredWords", "ledger and status in its own words, declared as record_words"),
+            (
+                "preparing-after-retry",
+                "PreparingAfterRetry",
+                "shows preparing for a new call of a turn that was offered a retry",
+            ),
+        )
+    ),
 ]
 
 

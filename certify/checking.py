@@ -38,6 +38,7 @@ from callsafe.generators.needs import needed_capabilities
 from callsafe.model.invariants import INVARIANTS
 from callsafe.model.lifecycle import CallEvent
 from callsafe.model.oracle import Oracle, judge
+from callsafe.model.record_words import record_words_of
 from callsafe.model.vocabulary import Disconnect, Observation, Trace
 from callsafe.providers.adversities import WireTrace
 
@@ -132,7 +133,7 @@ def run_checked(
         hang = TargetError("hang", "factory", str(timeout_in_factory), None, timeout_in_factory.stack)
         return _stopped(Run(trace, errors=[hang]), capabilities)
     oracle = judge(trace)
-    judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle)
+    judgement = judge_observations(trace, run.observations, capabilities, run.errors, oracle, record_words_of(target))
     return Checked(trace, missing, run, oracle, judgement)
 
 
@@ -301,6 +302,8 @@ class Example:
     generator: str
     trace: Trace
     findings: list[Finding]
+    cause: str = ""  # the cause it was kept for (Finding.cause); "" for any finding of the invariant
+    traces: int = 1  # violating traces with this cause, this one included
 
 
 @dataclass
@@ -320,3 +323,13 @@ class Counterexample:
     calls: list[Call] = field(default_factory=list)  # what the validator and executor got and answered
     merged: int = 1  # counterexamples with this finding on these decisive events, shown as this one
     reading: str = ""  # a wire run judged under another defensible reading of its stream (wire_readings)
+    cause: str = ""  # the distinct cause it shows (Finding.cause): one counterexample per cause
+    traces: int = 1  # violating traces with that cause
+
+    @property
+    def about(self) -> str:
+        """ "action" or "records": the section of the finding it was kept for."""
+        for f in self.findings:
+            if not self.cause or f.cause == self.cause:
+                return f.about
+        return "action"

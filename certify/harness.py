@@ -65,7 +65,7 @@ from callsafe.certify.checking import (
 )
 from callsafe.certify.execution import Execution, Executor, TraceResult
 from callsafe.certify.local import InProcess, Processes
-from callsafe.certify.minimize import minimize_counterexample
+from callsafe.certify.minimize import counterexample_name, minimize_counterexample
 from callsafe.certify.partitions import Partition, exhaustive_partitions, listed_partitions, walk_partitions
 from callsafe.certify.target_errors import TargetError, TraceTimeout, error_from_exception
 from callsafe.certify.targets import TargetFactory, TargetInfo, TargetSpecError, describe, resolve_target, spec_of
@@ -202,7 +202,9 @@ class Options:
     fragments: int = 2
     domain: str = "rich"  # the concrete domain the generators draw from (DOMAINS)
     minimize: bool = True
-    counterexamples: int = 1  # per invariant
+    # Distinct causes kept per invariant (Finding.cause), each minimised into its own
+    # counterexample: one disputed reading must not hide another finding of the invariant.
+    counterexamples: int = 5
     minimize_budget: float = 30.0  # seconds, all counterexamples together
     trace_timeout: float | None = DEFAULT_TRACE_TIMEOUT  # seconds per trace before it is a hang
     fail_fast: bool = False  # stop at the first violation or target error
@@ -325,6 +327,10 @@ class InvariantSummary:
     traces_violated: int
     needs: list[str]
     traces_broken: int = 0  # applicable traces whose run the target broke (an error or a hang)
+    about: list[str] = field(default_factory=lambda: ["action"])  # its sections (Invariant.about)
+    # violating traces by what their findings are about: "action" and/or "records"
+    violated_by: dict[str, int] = field(default_factory=dict)
+    causes: int = 0  # distinct causes seen (counterexamples keep at most Options.counterexamples)
 
 
 @dataclass
@@ -391,6 +397,26 @@ class Certification:
     @property
     def violated(self) -> list[str]:
         return [i for i, s in self.invariants.items() if s.status == "violated"]
+
+    @property
+    def action_violated(self) -> list[str]:
+        """Invariants some trace violated in what reached the executor, the validators or
+        the confirmation prompt (the spec's action safety, and liveness)."""
+        return [i for i, s in self.invariants.items() if s.violated_by.get("action")]
+
+    @property
+    def records_violated(self) -> list[str]:
+        """Invariants some trace violated in what the target recorded: ledger, audit,
+        logs, status ("Test visible status separately from action safety")."""
+        return [i for i, s in self.invariants.items() if s.violated_by.get("records")]
+
+    @property
+    def violation_kind(self) -> str:
+        """ "action", "records" (action safety held; only the records are untrue),
+        "action+records", or "" when nothing was violated; the exit status is 1 for each
+        (docs/reading-a-report.md)."""
+        action, records = bool(self.action_violated), bool(self.records_violated)
+        return "action+records" if action and records else "action" if action else "records" if records else ""
 
     @property
     def broken_traces(self) -> int:
@@ -669,7 +695,9 @@ def certify(
     checked: dict[str, int] = {inv.id: 0 for inv in INVARIANTS}
     broken_checked: dict[str, int] = {inv.id: 0 for inv in INVARIANTS}
     violated: dict[str, int] = {inv.id: 0 for inv in INVARIANTS}
+    violated_by: dict[str, Counter[str]] = {inv.id: Counter() for inv in INVARIANTS}
     examples: dict[str, list[Example]] = {}
+    causes: dict[str, set[str]] = {inv.id: set() for inv in INVARIANTS}  # at most CAUSES_COUNTED each
     transitions: set[Transition] = set()
     transition_hits: Counter[Transition] = Counter()
     pairs: set[Pair] = set()
@@ -753,10 +781,9 @@ def certify(
                 stats.checked[inv] = stats.checked.get(inv, 0) + 1
             if found:
                 violated[inv] += 1
+                violated_by[inv].update({f.about for f in found})
                 stats.violated[inv] = stats.violated.get(inv, 0) + 1
-                kept = examples.setdefault(inv, [])
-                if len(kept) < max(options.counterexamples, 1) and result.trace is not None:
-                    kept.append(Example(result.generator, result.trace, found))
+                _keep_causes(examples.setdefault(inv, []), causes[inv], result, found, options.counterexamples)
         return options.fail_fast and (broken_run or bool(judgement.violated))
 
     executor = _executor(options, factory, info)
@@ -798,24 +825,29 @@ def certify(
     if options.minimize and stopped != "interrupted":
         min_deadline = t1 + options.minimize_budget
         try:
-            for inv in sorted(examples):
-                for example in examples[inv][: options.counterexamples]:
-                    counterexamples.setdefault(inv, []).append(
-                        minimize_counterexample(
-                            factory,
-                            info.capabilities,
-                            inv,
-                            example,
-                            deadline=min_deadline,
-                            timeout=options.trace_timeout,
-                        )
+            for inv, example in _round_robin(examples, options.counterexamples):
+                counterexamples.setdefault(inv, []).append(
+                    minimize_counterexample(
+                        factory,
+                        info.capabilities,
+                        inv,
+                        example,
+                        deadline=min_deadline,
+                        timeout=options.trace_timeout,
                     )
+                )
         except KeyboardInterrupt:
             stopped = "interrupted"
-    counterexamples = {inv: _merged(ces) for inv, ces in counterexamples.items()}
+    for inv, example in _round_robin(examples, options.counterexamples):  # unshrunk: as found
+        if not any(ce.cause == example.cause for ce in counterexamples.get(inv, [])):
+            counterexamples.setdefault(inv, []).append(_as_found(inv, example))
+    counterexamples = {inv: _merged(ces) for inv, ces in sorted(counterexamples.items())}
     minimize_seconds = time.perf_counter() - t1
 
     invariants = _summaries(info, checked, violated, broken_checked)
+    for inv_id, summary in invariants.items():
+        summary.violated_by = dict(sorted(violated_by[inv_id].items()))
+        summary.causes = len(causes[inv_id])
     return Certification(
         target=info,
         options=options,
@@ -845,15 +877,69 @@ def certify(
     )
 
 
+# Distinct causes counted per invariant (the report says how many there were); the set
+# stays bounded whatever a run finds.
+CAUSES_COUNTED: Final = 1000
+
+
+def _keep_causes(kept: list[Example], seen: set[str], result: TraceResult, found: Sequence[Any], limit: int) -> None:
+    """Keep the first violating trace of each distinct cause of an invariant's findings
+    (:attr:`Finding.cause`), up to ``limit`` causes, and count the traces of each kept cause:
+    one counterexample per invariant let a single disputed reading hide every other
+    finding of that invariant."""
+    for cause in dict.fromkeys(f.cause for f in found):
+        if len(seen) < CAUSES_COUNTED:
+            seen.add(cause)
+        known = next((e for e in kept if e.cause == cause), None)
+        if known is not None:
+            known.traces += 1
+        elif len(kept) < max(limit, 1) and result.trace is not None:
+            kept.append(Example(result.generator, result.trace, list(found), cause))
+
+
+def _round_robin(examples: dict[str, list[Example]], limit: int) -> Iterator[tuple[str, Example]]:
+    """The examples to minimise, the first cause of every invariant before any second one:
+    the minimisation budget is shared, and a budget spent on one invariant's fifth cause
+    would leave another invariant's only counterexample unshrunk."""
+    for rank in range(max(limit, 1)):
+        for inv in sorted(examples):
+            if rank < len(examples[inv]):
+                yield inv, examples[inv][rank]
+
+
+def _as_found(invariant: str, example: Example) -> Counterexample:
+    """A kept example shown as it was found (``--no-minimize``, Ctrl-C during minimisation):
+    every distinct cause is shown, shrunk or not."""
+    findings = [f for f in example.findings if f.cause == example.cause] + [
+        f for f in example.findings if f.cause != example.cause
+    ]
+    name = counterexample_name(invariant, example.trace, findings)
+    return Counterexample(
+        invariant=invariant,
+        generator=example.generator,
+        original=example.trace,
+        minimal=dataclasses.replace(example.trace, name=name, source=f"as found by {example.generator}"),
+        findings=findings,
+        observations=[],
+        errors=[],
+        explanation=[],
+        tests_run=0,
+        cause=example.cause,
+        traces=example.traces,
+    )
+
+
 def _merged(ces: list[Counterexample]) -> list[Counterexample]:
-    """One counterexample per finding on the same decisive events (its name says both):
-    two traces that shrink to the same story are one finding, counted in ``merged``."""
-    out: dict[str, Counterexample] = {}
+    """One counterexample per cause and story (the same decisive events: its name says
+    both): two traces that shrink to the same story are one finding, counted in ``merged``."""
+    out: dict[tuple[str, str], Counterexample] = {}
     for ce in ces:
-        if ce.minimal.name in out:
-            out[ce.minimal.name].merged += ce.merged
+        ident = (ce.minimal.name, ce.cause)
+        if ident in out:
+            out[ident].merged += ce.merged
+            out[ident].traces += ce.traces
         else:
-            out[ce.minimal.name] = ce
+            out[ident] = ce
     return list(out.values())
 
 
@@ -886,6 +972,7 @@ def _summaries(
             violated[invariant.id],
             sorted(invariant.needs),
             broken_checked[invariant.id],
+            list(invariant.about),
         )
     return invariants
 

@@ -18,17 +18,19 @@ every stop, so that a safety violation is never dropped as "not applicable".
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from callsafe.certify.target_errors import TargetError
-from callsafe.model.invariants import BY_ID, INVARIANTS, check_all, invariant_for_refusal
+from callsafe.model.invariants import BY_ID, INVARIANTS, About, check_all, invariant_for_refusal
 from callsafe.model.oracle import Oracle, judge
+from callsafe.model.record_words import DEFAULT_WORDS, RecordWords
 from callsafe.model.vocabulary import CallKey, Executed, Observation, Trace
 
-__all__ = ["Finding", "Judgement", "judge_observations", "oracle_findings"]
+__all__ = ["Finding", "Judgement", "judge_observations", "message_shape", "oracle_findings"]
 
 Kind = Literal["safety", "liveness"]
 FALLBACK: Final = "INV-CANCEL"
@@ -44,6 +46,9 @@ class Finding:
     key: CallKey | None = None
     step: int | None = None
     source: Literal["checker", "oracle"] = "checker"
+    # "action" (what reached the executor, the validators, the confirmation prompt) or
+    # "records" (ledger, audit, logs, status): reported apart (docs/reading-a-report.md)
+    about: About = "action"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,14 +58,31 @@ class Finding:
             "key": self.key.to_json() if self.key else None,
             "step": self.step,
             "source": self.source,
+            "about": self.about,
+            "cause": self.cause,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
         key = CallKey.from_json(data["key"]) if data.get("key") else None
+        about: About = "records" if data.get("about") == "records" else "action"
         return cls(
-            data["invariant"], data["kind"], data["message"], key, data.get("step"), data.get("source", "checker")
+            data["invariant"],
+            data["kind"],
+            data["message"],
+            key,
+            data.get("step"),
+            data.get("source", "checker"),
+            about,
         )
+
+    @property
+    def cause(self) -> str:
+        """The finding's cause: its invariant, section and source and the shape of its
+        message (quoted values, numbers and the reprs of arguments blanked), so that two
+        traces whose findings differ only in ids, steps or values share a cause, and a
+        finding of another kind (another rule, another reason in the model) does not."""
+        return f"{self.invariant} {self.about} {self.source}: {message_shape(self.message)}"
 
     def describe(self) -> str:
         where = f" [{self.key.short()}]" if self.key else ""
@@ -119,9 +141,31 @@ class Judgement:
         return "\n".join(lines) or "no violation"
 
 
+_QUOTED: Final = re.compile(r"(?<!\w)(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
+_BRACKETED: Final = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]")
+_NUMBER: Final = re.compile(r"\d+")
+
+
+def message_shape(message: str) -> str:
+    """``message`` with what varies between traces of one cause blanked: quoted text,
+    ``{...}``/``[...]`` reprs (nested ones too, innermost first) and numbers."""
+    shape = _QUOTED.sub("_", message)
+    for _ in range(8):  # nesting depth of an argument repr; bounded so any input ends
+        blanked = _BRACKETED.sub("_", shape)
+        if blanked == shape:
+            break
+        shape = blanked
+    return _NUMBER.sub("#", shape)
+
+
 def _kind(invariant: str) -> Kind:
     inv = BY_ID.get(invariant)
     return inv.kind if inv is not None else "safety"
+
+
+def _about(invariant: str) -> About:
+    inv = BY_ID.get(invariant)
+    return inv.about[0] if inv is not None else "action"
 
 
 def oracle_findings(oracle: Oracle, observations: Sequence[Observation]) -> list[Finding]:
@@ -189,18 +233,25 @@ def judge_observations(
     capabilities: Iterable[str],
     errors: Sequence[TargetError] = (),
     oracle: Oracle | None = None,
+    words: RecordWords = DEFAULT_WORDS,
 ) -> Judgement:
     """Judge one run of ``trace``: every invariant's findings, or None where the target's
     ``capabilities`` make it not applicable; on a run with target ``errors``, liveness
-    findings are set aside (see :class:`Judgement`)."""
+    findings are set aside (see :class:`Judgement`). ``words``: what the target's record
+    words mean (its declared ``record_words`` over the defaults)."""
     caps = frozenset(capabilities)
     oracle = oracle or judge(trace)
-    checked = check_all(trace, observations, caps, oracle=oracle)
+    checked = check_all(trace, observations, caps, oracle=oracle, words=words)
     results: dict[str, list[Finding] | None] = {}
     for inv in INVARIANTS:
         found = checked.get(inv.id)
         results[inv.id] = (
-            None if found is None else [Finding(v.invariant, v.kind, v.message, v.key, v.step) for v in found]
+            None
+            if found is None
+            else [
+                Finding(v.invariant, v.kind, v.message, v.key, v.step, "checker", v.about or _about(v.invariant))
+                for v in found
+            ]
         )
     for finding in oracle_findings(oracle, observations):
         target = finding.invariant

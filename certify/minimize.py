@@ -177,15 +177,23 @@ def minimize_counterexample(
     deadline: float | None = None,
     timeout: float | None = DEFAULT_TRACE_TIMEOUT,
 ) -> Counterexample:
-    """Shrink ``example`` while ``invariant`` stays violated on fresh targets."""
+    """Shrink ``example`` while ``invariant`` stays violated on fresh targets, by a finding
+    of the example's own cause (:attr:`Finding.cause`) when it has one: two causes of one
+    invariant must not shrink into the same, simpler story and hide the other."""
     runs = 0
     last: dict[str, Checked] = {}
+    cause = example.cause
+
+    def shows(checked: Checked) -> bool:
+        if checked.missing or invariant not in checked.violated:
+            return False
+        return not cause or any(f.cause == cause for f in checked.judgement.of(invariant))
 
     def fails(candidate: Trace) -> bool:
         nonlocal runs
         runs += 1
         checked = run_checked(factory, capabilities, candidate, timeout)
-        if checked.missing or invariant not in checked.violated:
+        if not shows(checked):
             return False
         last["checked"] = checked
         return True
@@ -206,7 +214,7 @@ def minimize_counterexample(
         )
     checked = run_checked(factory, capabilities, minimal, timeout)
     runs += 1
-    if invariant not in checked.violated:  # a flaky target: keep the original
+    if not shows(checked):  # a flaky target: keep the original
         minimal, checked = example.trace, run_checked(factory, capabilities, example.trace, timeout)
     if checked.trace.events != minimal.events and not isinstance(minimal, WireTrace):  # relabelled: show what ran
         minimal = Trace(
@@ -218,7 +226,9 @@ def minimize_counterexample(
         )
     keys = {f.key for f in checked.judgement.of(invariant) if f.key is not None}
     explanation = [f"{key.short()}: {line}" for key in sorted(keys, key=str) for line in checked.oracle.explain(key)]
-    name = counterexample_name(invariant, minimal, checked.judgement.of(invariant))
+    found = checked.judgement.of(invariant)
+    ordered = [f for f in found if f.cause == cause] + [f for f in found if f.cause != cause]
+    name = counterexample_name(invariant, minimal, ordered)
     if isinstance(minimal, WireTrace):
         minimal = dataclasses.replace(minimal, name=name)
     else:
@@ -230,13 +240,15 @@ def minimize_counterexample(
         generator=example.generator,
         original=example.trace,
         minimal=minimal,
-        findings=checked.judgement.of(invariant),
+        findings=ordered,
         observations=list(checked.run.observations) if checked.run else [],
         errors=list(checked.run.errors) if checked.run else [],
         explanation=explanation,
         tests_run=runs,
         calls=list(checked.run.calls) if checked.run else [],
         reading=checked.judgement.reading,
+        cause=cause,
+        traces=example.traces,
     )
 
 

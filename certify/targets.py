@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from callsafe.contract.target import CAPABILITIES, ProtocolTarget, Target
+from callsafe.model.record_words import RecordWordsError, record_words_of
 
 __all__ = [
     "REFERENCE_STORES",
@@ -243,6 +244,10 @@ def check_target(target: object, spec: str = "target") -> None:
     unknown = set(target.capabilities) - CAPABILITIES
     if unknown:
         raise TargetSpecError(f"{spec} declares unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
+    try:
+        record_words_of(target)
+    except RecordWordsError as exc:
+        raise TargetSpecError(f"{spec} declares record_words callsafe cannot read: {exc}") from None
     if target.protocol != "abstract":
         from callsafe.providers import registry
 

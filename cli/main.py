@@ -342,9 +342,9 @@ def _default_report_dir(spec: str) -> Path:
 @click.option(
     "--counterexamples",
     type=click.IntRange(min=1),
-    default=1,
+    default=5,
     show_default=True,
-    help="Counterexamples kept per invariant.",
+    help="Distinct causes kept per invariant, each minimised into its own counterexample.",
 )
 def certify_cmd(
     target: str,
@@ -404,7 +404,7 @@ def certify_cmd(
     from callsafe.certify.targets import TargetSpecError
     from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT
     from callsafe.model.vocabulary import TraceFormatError
-    from callsafe.reporting.report import write_reports
+    from callsafe.reporting.sections import verdict_line
 
     if scheduler:
         from callsafe.certify.distributed import dask_available
@@ -452,12 +452,10 @@ def certify_cmd(
         raise click.ClickException(str(exc)) from None
 
     out_dir = report_dir or _default_report_dir(target)
-    reports = write_reports(cert, out_dir, junit)
-    _print_certification(cert, target, seed, out_dir)
-    console.print(f"reports: {reports.json}, {reports.html}, {reports.junit}", markup=False)
+    _summarise(cert, target, seed, out_dir, junit)
     verdict = {
         "pass": "[green]certified: no invariant violated[/green]",
-        "fail": f"[bold red]not certified: {', '.join(cert.violated)} violated[/bold red]",
+        "fail": f"[bold red]not certified: {escape(verdict_line(cert))}[/bold red]",
         "target_errors": f"[bold yellow]not certified: the target broke {cert.broken_traces} traces "
         "(target errors, not a verdict on the invariants)[/bold yellow]",
         "partial": "[yellow]interrupted: the report is partial (what ran until Ctrl-C)[/yellow]",
@@ -533,6 +531,91 @@ class _progress:
             self.err.print(f"progress: {generator} {done}{of} traces, {now - self.started:.0f} s", markup=False)
 
 
+def _summarise(cert: Any, target: str, seed: int, out_dir: Path, junit: Path | None) -> None:
+    """Write the reports and print the console's account; the verdict is already made,
+    so a failure here (a report folder that cannot be written, a summary that breaks on an
+    odd trace) is said on stderr and never becomes the exit status: ``certify_cmd`` exits
+    with ``cert.exit_code`` whatever happens here."""
+    from callsafe.reporting.report import write_reports
+
+    try:
+        reports = write_reports(cert, out_dir, junit)
+    except Exception as exc:  # the verdict must survive a report that cannot be written
+        _summary_failed("the reports could not be written", exc)
+    else:
+        try:
+            _print_certification(cert, target, seed, out_dir)
+        except Exception as exc:  # the verdict must survive a summary that breaks
+            _summary_failed("the console summary broke", exc)
+        console.print(f"reports: {reports.json}, {reports.html}, {reports.junit}", markup=False)
+
+
+def _summary_failed(what: str, exc: Exception) -> None:
+    err = SafeConsole(stderr=True, highlight=False)
+    err.print(
+        f"callsafe: {what} ({type(exc).__name__}: {exc}); the verdict below and the exit status stand",
+        markup=False,
+    )
+
+
+def _events_key(trace: Any) -> str:
+    """A trace's events as canonical JSON: a key for "the same story" that events holding
+    a schema (a mapping, unhashable) can have too."""
+    import json
+
+    from callsafe.model.vocabulary import event_to_json
+
+    return json.dumps([event_to_json(e) for e in trace.events], sort_keys=True, default=repr)
+
+
+def _print_findings(cert: Any, out_dir: Path) -> None:
+    """Every kept counterexample, in two sections (action safety, then records: the spec's
+    "Test visible status separately from action safety"), one block per story within a
+    section (the same events shown once, with every invariant they break), each saying
+    which of its invariant's distinct causes it shows and how many traces had that cause."""
+    from callsafe.reporting.sections import sections
+
+    for section in sections(cert):
+        if not section.counterexamples and not section.violated:
+            continue
+        violated = ", ".join(section.violated) or "nothing"
+        console.print(f"[bold]{section.title}[/bold] ({escape(section.covers)}): {escape(violated)} violated")
+        stories: dict[str, list[tuple[str, Any]]] = {}
+        for inv_id, ce in section.counterexamples:
+            stories.setdefault(_events_key(ce.minimal), []).append((inv_id, ce))
+        for shown in stories.values():
+            inv_id, ce = shown[0]
+            also = [i for i, _ in shown[1:] if i != inv_id]
+            summary = cert.invariants[inv_id]
+            rank = [c for c in cert.counterexamples.get(inv_id, [])].index(ce) + 1
+            of = f"cause {rank} of {summary.causes}" if summary.causes > 1 else "its only cause"
+            console.print(
+                f"[red]{escape(ce.minimal.name)}[/red]" + (f" (also {escape(', '.join(also))})" if also else "")
+            )
+            console.print(f"  {inv_id}: {of}, {ce.traces} violating traces with it", markup=False)
+            for finding in ce.findings[:3]:
+                console.print(f"  {finding.describe()}", markup=False)
+            for call in ce.calls[:6]:
+                console.print(f"  {call.describe()}", markup=False)
+            merged = f"; {ce.merged} counterexamples like it" if ce.merged > 1 else ""
+            console.print(
+                f"  from: {ce.minimal.source}{merged}\n"
+                f"  trace: {len(ce.minimal.events)} events ({out_dir / ce.files.get('trace', '')}); "
+                f"pytest: {out_dir / ce.files.get('pytest', '')}",
+                markup=False,
+            )
+        hidden = [
+            f"{i} ({cert.invariants[i].causes - len(cert.counterexamples.get(i, []))} more)"
+            for i in section.violated
+            if cert.invariants[i].causes > len(cert.counterexamples.get(i, []))
+        ]
+        if hidden:
+            console.print(
+                f"  more causes than --counterexamples keeps: {', '.join(hidden)} (raise --counterexamples)",
+                markup=False,
+            )
+
+
 def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> None:
     """The console's account of a run: invariants, generators, coverage, counterexamples
     (one block per story: the same events shown once, with every invariant they break),
@@ -541,13 +624,14 @@ def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> No
 
     title = f"callsafe certify {escape(target)}: {escape(cert.target.name)} ({escape(cert.target.protocol)})"
     table = Table(title=title)
-    for col in ("invariant", "kind", "status", "traces checked", "violated", "broken"):
+    for col in ("invariant", "kind", "about", "status", "traces checked", "violated", "broken"):
         table.add_column(col, justify="right" if col in ("traces checked", "violated", "broken") else "left")
     for inv in cert.invariants.values():
         style = _STATUS_STYLE[inv.status]
         table.add_row(
             inv.id,
             inv.kind,
+            "+".join(inv.about),
             f"[{style}]{inv.status.replace('_', ' ')}[/{style}]",
             str(inv.traces_checked),
             str(inv.traces_violated),
@@ -586,25 +670,7 @@ def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> No
     )
     execution = cert.execution.summary()
     console.print(f"[yellow]{escape(execution)}[/yellow]" if cert.execution.rerun_partitions else escape(execution))
-    stories: dict[tuple[Any, ...], list[tuple[str, Any]]] = {}
-    for inv_id, ces in sorted(cert.counterexamples.items()):
-        for ce in ces:
-            stories.setdefault(tuple(ce.minimal.events), []).append((inv_id, ce))
-    for shown in stories.values():
-        inv_id, ce = shown[0]
-        also = [i for i, _ in shown[1:]]
-        console.print(f"[red]{escape(ce.minimal.name)}[/red]" + (f" (also {', '.join(also)})" if also else ""))
-        for finding in ce.findings[:3]:
-            console.print(f"  {finding.describe()}", markup=False)
-        for call in ce.calls[:6]:
-            console.print(f"  {call.describe()}", markup=False)
-        merged = f"; {ce.merged} counterexamples like it" if ce.merged > 1 else ""
-        console.print(
-            f"  from: {ce.minimal.source}{merged}\n"
-            f"  minimal trace: {len(ce.minimal.events)} events ({out_dir / ce.files.get('trace', '')}); "
-            f"pytest: {out_dir / ce.files.get('pytest', '')}",
-            markup=False,
-        )
+    _print_findings(cert, out_dir)
     if cert.broken_traces:
         kinds = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(cert.broken_count.items()))
         console.print(f"[bold yellow]target errors: {cert.broken_traces} traces broken by the target ({kinds})[/]")

@@ -38,6 +38,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from callsafe.model.record_words import Dispatch, Result, StatusMeaning
+
 __all__ = [
     "FROM_HARNESS",
     "FROM_TARGET",
@@ -116,6 +118,17 @@ _KEY = {
     "additionalProperties": False,
 }
 
+# What the program's record words mean (callsafe.model.record_words): per section, word ->
+# meaning, added to the built-in words (callsafe's and the spec's own).
+_RECORD_WORDS: Final = {
+    "type": "object",
+    "properties": {
+        section: {"type": "object", "additionalProperties": {"enum": [m.value for m in meanings]}}
+        for section, meanings in (("decision", Dispatch), ("status", StatusMeaning), ("result", Result))
+    },
+    "additionalProperties": False,
+}
+
 _TARGET_MESSAGES: Final = {
     "init_ok": _message(
         "init_ok",
@@ -131,6 +144,7 @@ _TARGET_MESSAGES: Final = {
             "process_per_trace": {"type": "boolean"},
             "wire": {"enum": ["stdio", "http"]},
             "acks": {"enum": [True, False, "bytes"]},
+            "record_words": _RECORD_WORDS,
         },
     ),
     "execute": _message(

@@ -13,7 +13,9 @@ The harness owns everything a target could lie about. It hands the target:
   requests) and writes (ledger, audit, log lines).
 
 A target declares the wire protocol it consumes (``"abstract"`` for callsafe's own events,
-or a provider name such as ``"openai-responses"``) and its capabilities. A scenario that
+or a provider name such as ``"openai-responses"``) and its capabilities; optionally, as
+``record_words``, what its ledger and status words mean when they are neither callsafe's
+nor the spec's (:mod:`callsafe.model.record_words`). A scenario that
 needs a capability the target lacks is "not applicable", never "passed".
 
 Writing an adapter for one's own implementation is one small class with ``start``,

@@ -57,6 +57,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
+from callsafe.generators.data_classes import DATA_FAMILIES
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import CallOpened, Limits, ToolSpec, Trace
 
@@ -548,6 +549,7 @@ FAMILIES: Final[dict[str, Callable[[], Iterator[Trace]]]] = {
     "unknown": _unknown,
     "reannounce": _reannounce,
     "catalog": _catalog,
+    **DATA_FAMILIES,  # json-dialect, tool-identity, confirmations, interleaved-text
 }
 
 

@@ -26,15 +26,21 @@ from callsafe.model.leaks import withhold_path
 from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
 from callsafe.model.system import LONE_SURROGATE, Reading, Semantics, Step, run_semantics
 from callsafe.model.vocabulary import (
+    AuditRow,
     BusinessValidated,
     CallKey,
     ConfirmationRequested,
+    DisableTool,
     Executed,
     LedgerRow,
     Observation,
+    QuarantineResponse,
     StatusShown,
+    StopTenant,
     Trace,
 )
+
+_CONTROL_EVENTS: Final = frozenset({CallEvent.QUARANTINE, CallEvent.DISABLE_TOOL, CallEvent.STOP_TENANT})
 
 __all__ = ["STOPPING_EVENTS", "Oracle", "Verdict", "ideal_observations", "judge"]
 
@@ -191,6 +197,17 @@ def _readings(trace: Trace, primary: Semantics) -> list[Semantics]:
     runs = [primary]
     if any(c.out_of_order for c in primary.state.calls.values()):
         runs.append(run_semantics(trace, Reading(reject_out_of_order=True)))
+    if any(sem.repeats_while_collecting for sem in runs):
+        runs += [run_semantics(trace, dataclasses.replace(sem.reading, reject_repeats=True)) for sem in list(runs)]
+    if primary.opened_unknown_tool:
+        runs += [
+            run_semantics(trace, dataclasses.replace(sem.reading, refuse_unknown_at_open=True)) for sem in list(runs)
+        ]
+    if any(s.event is CallEvent.CATALOG_CHANGE and not s.note for s in primary.steps):
+        runs += [
+            run_semantics(trace, dataclasses.replace(sem.reading, keep_calls_across_catalog_change=True))
+            for sem in list(runs)
+        ]
     cap = trace.limits.turn_bytes
     if any(sem.late_bytes and any(b > cap for b in sem.offered_bytes.values()) for sem in runs):
         runs += [run_semantics(trace, dataclasses.replace(sem.reading, count_after_end=True)) for sem in list(runs)]
@@ -243,6 +260,13 @@ def ideal_observations(oracle: Oracle) -> list[Observation]:
         events.append((step, order, obs))
         order += 1
 
+    stopped_by: dict[int, list[CallKey]] = {}
+    for s in sem.steps:
+        if s.event in _CONTROL_EVENTS and not s.note:
+            stopped_by.setdefault(s.step, []).append(s.key)
+    for i, event in enumerate(oracle.trace.delivered()):
+        if isinstance(event, (QuarantineResponse, DisableTool, StopTenant)):
+            add(i, AuditRow(i, event.kind, event.reason, tuple(stopped_by.get(i, ()))))
     opened_turns: set[str] = set()
     for s in sem.steps:
         if s.event is CallEvent.OPEN and not s.note and s.key.turn not in opened_turns:

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import jsonschema
 
+from callsafe.model.ecma_regex import validator_class
 from callsafe.model.lifecycle import (
     NON_DISPATCHING,
     TERMINAL_STATES,
@@ -70,6 +71,7 @@ __all__ = [
     "GUARDS",
     "LONE_SURROGATE",
     "MODEL_READING",
+    "READING_SPEC",
     "RESTART_KEEPS",
     "Broadcast",
     "CallRecord",
@@ -156,6 +158,46 @@ PERMITTED: Final = "actor may use the tool"
 CONFIRMED_IF_NEEDED: Final = "confirmed, if the tool needs it"
 
 
+# The spec's sentences the rules below enforce (quoted verbatim, typography aside;
+# tests/test_spec_traceability.py finds each in the spec, and docs/spec-traceability.md
+# is generated from them by callsafe.model.traceability).
+STOPS_ARE_INERT: Final = (
+    "Cancellation, supersession, connection loss, malformed data, unknown tool name, and size limit all move "
+    "the buffer to a non-dispatching terminal state."
+)
+OPERATOR_CONTROL: Final = (
+    "Expose a bounded operator control that can quarantine a response, disable a named tool, or force all "
+    "in-flight buffers for a tenant into inert cancellation."
+)
+OLD_TUPLE: Final = "an old tuple cannot affect a newer turn."
+ENDED_UNDER_PROTOCOL: Final = (
+    "fragments must remain inert until the adapter knows that one call has ended under its protocol."
+)
+OWN_DECLARATION: Final = "Validate each call against its own tool declaration, sequence, size allowance, and policy."
+RENAMED_MID_RELEASE: Final = "a tool renamed mid-release"
+STAY_TERMINAL: Final = "buffers must stay terminal, never become candidates because an adapter reconnects."
+LATE_TERMINAL: Final = (
+    "A late terminal event for a cancelled turn must be rejected by turn ownership, not revived because its JSON "
+    "happens to parse."
+)
+REPEATED_DELTA: Final = (
+    "A repeated delta is a delivery condition, not evidence that the user requested the action twice."
+)
+REJECT_OR_REASSEMBLE: Final = (
+    "If ordering is not guaranteed by a protocol, reject or reassemble by its documented position rather than "
+    "guessing from arrival time."
+)
+BYTE_LIMIT: Final = "A buffer should have a byte limit"
+TERMINAL_ID: Final = "Persist the terminal event ID so reconnect delivery cannot dispatch it twice."
+TERMINAL_PERMITS_PARSING: Final = "A terminal event permits parsing; it does not itself authorize execution."
+DISPATCHER_RECHECK: Final = (
+    "The dispatcher must additionally check the current turn's cancellation and confirmation state at execution time."
+)
+PERMISSION_BOUNDARY: Final = "pass them through the existing permission and confirmation boundary"
+BIND_TURN: Final = "bind them to the active turn and authenticated actor"
+PARSE_ONCE: Final = "Parse the assembled arguments once, enforce the declared schema"
+
+
 @dataclass(frozen=True)
 class Broadcast:
     """When ``event_type`` arrives, every call for which ``selects`` holds receives
@@ -175,6 +217,10 @@ class Broadcast:
     # reaches the calls when the *next* input arrives, not at the event itself (a lasting
     # store fault: the input it meets), and only under the model's reading (failing closed)
     deferred: bool = False
+    # the spec sentences the rule enforces, and, where the spec is silent, callsafe's own
+    # choice in words (the readings it allows instead are in READING_SPEC)
+    spec: tuple[str, ...] = ()
+    own: str = ""
 
 
 def _same_turn(ev: Any, call: CallRecord, _s: SystemState) -> bool:
@@ -201,6 +247,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="user",
         reaches="unfinished calls of that turn",
         breaks=(TURN_LIVE,),
+        spec=(STOPS_ARE_INERT,),
     ),
     Broadcast(
         TurnStarted,
@@ -210,6 +257,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="user",
         reaches="unfinished calls of older turns\nin that tenant's conversation",
         breaks=(TURN_LIVE,),
+        spec=(STOPS_ARE_INERT, OLD_TUPLE),
     ),
     Broadcast(
         Disconnect,
@@ -219,6 +267,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="stream",
         reaches="unfinished calls of that response",
         breaks=(RESPONSE_OPEN,),
+        spec=(STOPS_ARE_INERT,),
     ),
     Broadcast(
         ResponseTerminal,
@@ -228,6 +277,8 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="stream",
         reaches="unfinished calls of that response",
         breaks=(RESPONSE_OPEN,),
+        spec=(ENDED_UNDER_PROTOCOL,),
+        own="a call still collecting when its response ends never ended under its protocol: it fails",
     ),
     Broadcast(
         QuarantineResponse,
@@ -237,6 +288,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="operator",
         reaches="unfinished calls of that response",
         breaks=(NOT_QUARANTINED,),
+        spec=(OPERATOR_CONTROL,),
     ),
     Broadcast(
         DisableTool,
@@ -246,6 +298,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="operator",
         reaches="unfinished calls of that tool",
         breaks=(TOOL_AS_VALIDATED,),
+        spec=(OPERATOR_CONTROL,),
     ),
     Broadcast(
         StopTenant,
@@ -255,6 +308,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="operator",
         reaches="unfinished calls of that tenant",
         breaks=(TURN_LIVE,),
+        spec=(OPERATOR_CONTROL,),
     ),
     Broadcast(
         ToolChanged,
@@ -264,6 +318,8 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         who="application",
         reaches="unfinished calls of that tool",
         breaks=(TOOL_AS_VALIDATED,),
+        spec=(OWN_DECLARATION, RENAMED_MID_RELEASE),
+        own="the model cancels the calls in flight of a changed tool at the change (keeping them is allowed)",
     ),
     Broadcast(
         Restart,
@@ -272,6 +328,8 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
         "interrupted by a restart",
         who="process",
         reaches="every unfinished call\n(buffers are not durable)",
+        spec=(STAY_TERMINAL,),
+        own="buffers are not durable: unfinished calls fail at a restart rather than come back",
     ),
     Broadcast(
         StoreFault,
@@ -284,6 +342,7 @@ BROADCASTS: Final[tuple[Broadcast, ...]] = (
             "(failing closed; rolling back is allowed)"
         ),
         deferred=True,
+        own="the spec says nothing of store failure: the model fails closed, as a crash would",
     ),
 )
 
@@ -353,6 +412,8 @@ class Guard:
     checks: tuple[str, ...]
     outcomes: tuple[CallEvent, ...]
     at: State
+    spec: tuple[str, ...] = ()  # the spec sentences it enforces
+    own: str = ""  # where the spec is silent: callsafe's own choice
 
 
 GUARDS: Final[tuple[Guard, ...]] = (
@@ -363,6 +424,8 @@ GUARDS: Final[tuple[Guard, ...]] = (
         (TURN_LIVE, RESPONSE_OPEN, NOT_QUARANTINED),
         (E.OPEN, E.OPEN_BLOCKED),
         State.ABSENT,
+        spec=(LATE_TERMINAL, OPERATOR_CONTROL),
+        own="a call opened in a turn, response or tenant already stopped is cancelled at its opening",
     ),
     Guard(
         "fragment",
@@ -371,6 +434,8 @@ GUARDS: Final[tuple[Guard, ...]] = (
         (NEW_POSITION, WITHIN_CAPS),
         (E.FRAGMENT, E.FRAGMENT_REPEAT, E.FRAGMENT_CONFLICT, E.OVER_LIMIT),
         State.COLLECTING,
+        spec=(REPEATED_DELTA, REJECT_OR_REASSEMBLE, BYTE_LIMIT, STOPS_ARE_INERT),
+        own="a position received again with other bytes fails the call",
     ),
     Guard(
         "terminal",
@@ -379,6 +444,8 @@ GUARDS: Final[tuple[Guard, ...]] = (
         (NEW_TERMINAL_ID, COMPLETED),
         (E.TERMINAL_COMPLETED, E.TERMINAL_STOPPED, E.TERMINAL_REPEAT),
         State.COLLECTING,
+        spec=(TERMINAL_ID, TERMINAL_PERMITS_PARSING, ENDED_UNDER_PROTOCOL),
+        own="only the stop reason completed makes a candidate; length, content_filter and error fail the call",
     ),
     Guard(
         "dispatch",
@@ -387,6 +454,7 @@ GUARDS: Final[tuple[Guard, ...]] = (
         (PERMITTED, TURN_LIVE, NOT_QUARANTINED, TOOL_AS_VALIDATED, CONFIRMED_IF_NEEDED),
         (E.DISPATCH, E.AWAIT_CONFIRMATION, E.DISPATCH_BLOCKED),
         State.VALIDATED,
+        spec=(DISPATCHER_RECHECK, PERMISSION_BOUNDARY, BIND_TURN),
     ),
 )
 
@@ -572,7 +640,7 @@ def _validator(schema: Mapping[str, Any]) -> Any:
     if entry is None or entry[0] is not schema:
         if len(_VALIDATORS) >= _VALIDATORS_MAX:
             _VALIDATORS.clear()
-        entry = (schema, jsonschema.validators.validator_for(schema)(schema))
+        entry = (schema, validator_class(schema)(schema))
         _VALIDATORS[id(schema)] = entry
     return entry[1]
 
@@ -644,12 +712,30 @@ class Reading:
       (:class:`~callsafe.model.vocabulary.StoreFault`) is rolled back cleanly and taken
       again as if nothing had happened. The spec says nothing of store failure; the model
       fails closed as a crash would: what was in flight when the store failed fails (the
-      restart broadcast), and the input is then taken again."""
+      restart broadcast), and the input is then taken again.
+    * ``reject_repeats``: "reject or reassemble by its documented position": a fragment at
+      a position already received fails the call even when its bytes are the same (the
+      model drops it as "a delivery condition"). Either way a repeat runs nothing twice.
+    * ``refuse_unknown_at_open``: a call opened for a tool that is unknown or disabled at
+      that moment is refused at its opening (cancelled there: "unknown tool name ... move
+      the buffer to a non-dispatching terminal state"), not at its validation as the model
+      does. Both are inert; only the moment and the word differ.
+    * ``keep_calls_across_catalog_change``: a catalog change does not stop the calls of
+      its tool that are in flight; each is validated against the catalog as it stands at
+      its terminal event ("validate each call against its own tool declaration"; the spec
+      names "a tool renamed mid-release" as a fixture but never says a catalog update
+      cancels a call in flight), and the dispatcher's re-check still refuses a call whose
+      tool changed after it was validated. The model cancels them at the change. A change
+      that leaves the tool as it was (a byte-identical re-declaration) then changes
+      nothing."""
 
     reject_out_of_order: bool = False
     count_after_end: bool = False
     lone_surrogate_escapes: bool = False
     store_fault_rolls_back: bool = False
+    reject_repeats: bool = False
+    refuse_unknown_at_open: bool = False
+    keep_calls_across_catalog_change: bool = False
 
     def describe(self) -> str:
         parts = []
@@ -661,10 +747,35 @@ class Reading:
             parts.append("lone surrogate escapes accepted")
         if self.store_fault_rolls_back:
             parts.append("an input met by a lasting store fault rolled back, not failed closed")
+        if self.reject_repeats:
+            parts.append("a repeated position fails the call")
+        if self.refuse_unknown_at_open:
+            parts.append("a call for an unknown or disabled tool refused at its opening")
+        if self.keep_calls_across_catalog_change:
+            parts.append("calls in flight kept across a catalog change, validated against the catalog as it stands")
         return ", ".join(parts) or "the model's reading"
 
 
 MODEL_READING: Final = Reading()
+
+# Each reading the oracle allows: the spec sentences that leave the choice open (verbatim),
+# and the choice in words. tests/test_spec_traceability.py keeps the keys equal to the
+# fields of Reading.
+READING_SPEC: Final[dict[str, tuple[tuple[str, ...], str]]] = {
+    "reject_out_of_order": ((REJECT_OR_REASSEMBLE,), "a fragment below a position already received fails the call"),
+    "count_after_end": ((BYTE_LIMIT,), "bytes that arrive for a call that ended count against its turn's cap"),
+    "lone_surrogate_escapes": ((STOPS_ARE_INERT,), "a lone surrogate escape is a code point, not malformed data"),
+    "store_fault_rolls_back": ((), "an input met by a lasting store fault is rolled back, not failed closed"),
+    "reject_repeats": ((REJECT_OR_REASSEMBLE, REPEATED_DELTA), "a repeated position fails the call"),
+    "refuse_unknown_at_open": (
+        (STOPS_ARE_INERT,),
+        "a call for an unknown or disabled tool is cancelled at its opening",
+    ),
+    "keep_calls_across_catalog_change": (
+        (OWN_DECLARATION, RENAMED_MID_RELEASE),
+        "a catalog change stops no call; each validates against the catalog as it stands",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -714,6 +825,11 @@ class Semantics:
         # A lasting store fault was announced: the next input meets it (StoreFault).
         self._store_down: StoreFault | None = None
         self.lasting_store_faults = 0
+        # What tells the oracle whether the readings below could judge this trace
+        # otherwise: a repeated position delivered to a call still collecting, a call
+        # opened for a tool unknown or disabled at the time.
+        self.repeats_while_collecting = 0
+        self.opened_unknown_tool = 0
 
     # -- driving -------------------------------------------------------------------
 
@@ -784,6 +900,8 @@ class Semantics:
         that reach the calls at the next input instead), over every unfinished call."""
         s = self.state
         for rule in BROADCASTS:
+            if rule.event_type is ToolChanged and self.reading.keep_calls_across_catalog_change:
+                continue
             if rule.deferred is deferred and isinstance(event, rule.event_type):
                 for call in list(s.calls.values()):
                     if call.state not in TERMINAL_STATES and rule.selects(event, call, s):
@@ -816,6 +934,10 @@ class Semantics:
             # the same call id announced with another tool name: id and name are set once
             self.fire(call, E.FRAGMENT_CONFLICT, "call id re-announced with another tool")
             return
+        if event is E.OPEN and call.state is State.ABSENT and s.tool_spec(ev.tool) is None:
+            self.opened_unknown_tool += 1
+            if self.reading.refuse_unknown_at_open:
+                event, why = E.OPEN_BLOCKED, "opened for a tool that is unknown or disabled: refused at its opening"
         self.fire(call, event, why)
 
     def _on_fragment(self, ev: Fragment) -> None:
@@ -839,8 +961,16 @@ class Semantics:
         )
         if ev.position < 0:
             event = E.FRAGMENT_CONFLICT
+        if event is E.FRAGMENT_REPEAT and call.state is State.COLLECTING:
+            self.repeats_while_collecting += 1
+            if self.reading.reject_repeats:
+                event = E.FRAGMENT_CONFLICT
         why = {
-            E.FRAGMENT_CONFLICT: "conflicting fragment at a position already received",
+            E.FRAGMENT_CONFLICT: (
+                "repeated fragment at a position already received: rejected"
+                if previous is not None and previous == ev.text
+                else "conflicting fragment at a position already received"
+            ),
             E.OVER_LIMIT: "byte limit exceeded",
             E.FRAGMENT: "fragment after the terminal event" if call.state is not State.COLLECTING else "",
         }.get(event, "")

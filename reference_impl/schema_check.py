@@ -39,6 +39,7 @@ from typing import Any, Final
 import fastjsonschema
 import jsonschema
 
+from callsafe.model.ecma_regex import Untranslatable, translate, validator_class
 from callsafe.model.system import schema_errors
 from callsafe.model.vocabulary import ToolSpec
 
@@ -131,7 +132,24 @@ def _plain_ok(keyword: str, value: Any) -> bool:
 
 
 def _regex_ok(pattern: Any) -> bool:
-    return isinstance(pattern, str) and _JOIN_SENSITIVE.search(pattern) is None
+    return isinstance(pattern, str) and _JOIN_SENSITIVE.search(pattern) is None and _ecma_same(pattern)
+
+
+# Escapes that Python's re reads Unicode-wide and ECMA-262 (the model) as ASCII.
+_UNICODE_WIDE: Final = re.compile(r"\\[dDwWbB]")
+
+
+def _ecma_same(pattern: str) -> bool:
+    """fastjsonschema (Python's ``re``, ``$`` as ``\\Z``) reads ``pattern`` as the model's
+    ECMA-262 translation (:mod:`callsafe.model.ecma_regex`) does: the translation is the
+    pattern itself but for a final ``$``, and no class escape is Unicode-wide in one and
+    ASCII in the other. Other patterns go to the model's validator."""
+    try:
+        translated = translate(pattern).pattern
+    except Untranslatable:
+        return True  # both match it with Python's re
+    expected = pattern[:-1] + "\\Z" if pattern.endswith("$") and not pattern.endswith("\\$") else pattern
+    return translated == expected and _UNICODE_WIDE.search(pattern) is None
 
 
 def _eligible(schema: Any) -> bool:
@@ -217,7 +235,7 @@ class _Schema:
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema: Mapping[str, Any] = _plain(schema)
-        self.validator: Any = jsonschema.validators.validator_for(self.schema)(self.schema)
+        self.validator: Any = validator_class(self.schema)(self.schema)
         self.quick: QuickValidator | None = None
         # validations left before compiling; -1: never (outside the shared keywords)
         self.pending = COMPILE_AFTER if _dialect_ok(self.schema) else -1

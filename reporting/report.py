@@ -44,6 +44,7 @@ from callsafe.diagrams.model import has_dot
 from callsafe.diagrams.sequence import sequence_svg
 from callsafe.generators.coverage import ALL_TRANSITIONS
 from callsafe.model.vocabulary import observation_to_json
+from callsafe.reporting.sections import sections, status_in, verdict_line
 
 __all__ = [
     "LONE_SURROGATES",
@@ -101,6 +102,8 @@ _FINDING = {
         "key": {"type": ["object", "null"]},
         "step": {"type": ["integer", "null"]},
         "source": {"enum": ["checker", "oracle"]},
+        "about": {"enum": ["action", "records"]},
+        "cause": {"type": "string"},
     },
 }
 _TARGET_ERROR = {
@@ -200,6 +203,22 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
                 "violated": {"type": "array", "items": {"type": "string"}},
                 "safety_violated": {"type": "array", "items": {"type": "string"}},
                 "liveness_violated": {"type": "array", "items": {"type": "string"}},
+                "action_violated": {"type": "array", "items": {"type": "string"}},
+                "records_violated": {"type": "array", "items": {"type": "string"}},
+                "violation_kind": {"enum": ["", "action", "records", "action+records"]},
+            },
+        },
+        "sections": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["about", "title", "status", "invariants", "violated", "counterexamples"],
+                "properties": {
+                    "about": {"enum": ["action", "records"]},
+                    "status": {"enum": ["holds", "violated", "not_established", "not_applicable"]},
+                    "invariants": {"type": "array", "items": {"type": "string"}},
+                    "violated": {"type": "array", "items": {"type": "string"}},
+                },
             },
         },
         "invariants": {
@@ -334,6 +353,9 @@ def _counterexample_json(ce: Counterexample) -> dict[str, Any]:
         "name": ce.minimal.name,
         "source": ce.original.name,
         "merged": ce.merged,
+        "cause": ce.cause,
+        "traces": ce.traces,
+        "about": ce.about,
         "files": dict(ce.files),
     }
 
@@ -376,7 +398,25 @@ def report_json(cert: Certification) -> dict[str, Any]:
             "violated": violated,
             "safety_violated": [i for i in violated if kinds[i] == "safety"],
             "liveness_violated": [i for i in violated if kinds[i] == "liveness"],
+            "action_violated": cert.action_violated,
+            "records_violated": cert.records_violated,
+            "violation_kind": cert.violation_kind,
         },
+        "sections": [
+            {
+                "about": section.about,
+                "title": section.title,
+                "covers": section.covers,
+                "status": section.status,
+                "invariants": [s.id for s in section.invariants],
+                "violated": section.violated,
+                "counterexamples": [
+                    {"invariant": inv_id, "name": ce.minimal.name, "cause": ce.cause, "traces": ce.traces}
+                    for inv_id, ce in section.counterexamples
+                ],
+            }
+            for section in sections(cert)
+        ],
         "invariants": [
             {
                 "id": s.id,
@@ -388,6 +428,9 @@ def report_json(cert: Certification) -> dict[str, Any]:
                 "traces_checked": s.traces_checked,
                 "traces_violated": s.traces_violated,
                 "traces_broken": s.traces_broken,
+                "about": list(s.about),
+                "violated_by": dict(s.violated_by),
+                "causes": s.causes,
                 "counterexamples": [
                     {**_counterexample_json(ce), "run": cert.target.to_json()["run"]}
                     for ce in cert.counterexamples.get(s.id, [])
@@ -441,10 +484,7 @@ def junit_xml(cert: Certification) -> ET.ElementTree[ET.Element]:
                     type=inv.kind,
                 )
                 ces = [ce for ce in cert.counterexamples.get(inv.id, []) if ce.generator == name]
-                failure.text = (
-                    "\n\n".join("\n".join(f.describe() for f in ce.findings) + "\n" + ce.minimal.dumps() for ce in ces)
-                    or f"{inv.title}"
-                )
+                failure.text = "\n\n".join(_ce_text(ce) for ce in ces) or f"{inv.title}"
             elif inv.status == "not_applicable" and inv.needs and not set(inv.needs) <= cert.target.capabilities:
                 counts["skipped"] += 1
                 missing = ", ".join(sorted(set(inv.needs) - cert.target.capabilities))
@@ -455,6 +495,7 @@ def junit_xml(cert: Certification) -> ET.ElementTree[ET.Element]:
         for k, v in counts.items():
             suite.set(k, str(v))
             totals[k] += v
+    _junit_sections(root, cert, totals)
     _junit_scenarios(root, cert, totals)
     _junit_broken(root, cert, totals)
     for k, v in totals.items():
@@ -462,6 +503,42 @@ def junit_xml(cert: Certification) -> ET.ElementTree[ET.Element]:
     root.set("time", f"{cert.timings.get('total_seconds', 0.0):.3f}")
     ET.indent(root)
     return ET.ElementTree(root)
+
+
+def _ce_text(ce: Counterexample) -> str:
+    head = f"{ce.minimal.name}\n({ce.traces} violating traces with this cause: {ce.cause})" if ce.cause else ""
+    return "\n".join([head, *(f.describe() for f in ce.findings), ce.minimal.dumps()]).strip()
+
+
+def _junit_sections(root: ET.Element, cert: Certification, totals: dict[str, int]) -> None:
+    """One testsuite per section (``callsafe.action-safety``, ``callsafe.records``), one
+    testcase per invariant in it, failing with that section's counterexamples, every
+    distinct cause kept: CI shows action safety apart from the records."""
+    for section in sections(cert):
+        name = "callsafe." + section.title.lower().replace(" ", "-")
+        suite = ET.SubElement(root, "testsuite", name=name, time="0")
+        counts = {"tests": 0, "failures": 0, "skipped": 0}
+        for inv in section.invariants:
+            case = ET.SubElement(suite, "testcase", classname=name, name=inv.id, time="0")
+            counts["tests"] += 1
+            status = status_in(inv, section.about)
+            if status == "violated":
+                counts["failures"] += 1
+                ces = [ce for i, ce in section.counterexamples if i == inv.id]
+                failure = ET.SubElement(
+                    case,
+                    "failure",
+                    message=f"{section.title}: {inv.id} violated by {inv.violated_by.get(section.about, 0)} traces "
+                    f"({len(ces)} of {inv.causes} distinct causes shown)",
+                    type=section.about,
+                )
+                failure.text = "\n\n".join(_ce_text(ce) for ce in ces) or inv.title
+            elif status != "holds":
+                counts["skipped"] += 1
+                ET.SubElement(case, "skipped", message=status.replace("_", " "))
+        for k, v in counts.items():
+            suite.set(k, str(v))
+            totals[k] += v
 
 
 def _junit_scenarios(root: ET.Element, cert: Certification, totals: dict[str, int]) -> None:
@@ -586,7 +663,7 @@ def html_report(cert: Certification) -> str:
         f"{doc['summary']['traces_run']} traces run in {cert.timings.get('total_seconds', 0)} s · "
         f"started {escape(doc['started_at'])} · callsafe {escape(cert.version)}<br>"
         f"{escape(cert.execution.summary())}</p>",
-        "<h2>Invariants</h2><table><tr><th>invariant</th><th>kind</th><th>status</th>"
+        "<h2>Invariants</h2><table><tr><th>invariant</th><th>kind</th><th>about</th><th>status</th>"
         "<th class='num'>traces checked</th><th class='num'>violated</th><th>property</th></tr>",
     ]
     for inv in cert.invariants.values():
@@ -596,6 +673,7 @@ def html_report(cert: Certification) -> str:
         )
         parts.append(
             f"<tr><td>{name}</td><td>{escape(inv.kind)}</td>"
+            f"<td>{escape('+'.join(inv.about))}</td>"
             f"<td>{_badge(inv.status)}</td><td class='num'>{inv.traces_checked}</td>"
             f"<td class='num'>{inv.traces_violated}</td><td>{escape(inv.title)}</td></tr>"
         )
@@ -629,17 +707,32 @@ def html_report(cert: Certification) -> str:
     parts.append("<h2>Counterexamples</h2>")
     if not cert.counterexamples:
         parts.append("<p>None: no trace violated an invariant.</p>")
-    for inv_id, ces in sorted(cert.counterexamples.items()):
-        anchor = f" id='{escape(inv_id)}'"  # the invariants table links here
-        for n, ce in enumerate(ces):
+    elif cert.violation_kind:
+        parts.append(f"<p><b>{escape(verdict_line(cert))}</b></p>")
+    anchored: set[str] = set()
+    for section in sections(cert) if cert.counterexamples else []:
+        parts.append(
+            f"<h3 id='section-{section.about}'>{escape(section.title)} {_badge(section.status)}</h3>"
+            f"<p class='muted'>{escape(section.covers)}</p>"
+        )
+        if not section.counterexamples:
+            parts.append("<p>No finding of this kind.</p>")
+        for inv_id, ce in section.counterexamples:
             keys = [f.key for f in ce.findings if f.key is not None]
             files = " · ".join(
                 f"<a href='{escape(path)}'>{escape(kind)}</a>" for kind, path in sorted(ce.files.items())
             )
+            anchor = "" if inv_id in anchored else escape(inv_id)
+            anchored.add(inv_id)
+            summary = cert.invariants[inv_id]
+            rank = cert.counterexamples[inv_id].index(ce) + 1
+            id_attr = f" id='{anchor}'" if anchor else ""  # no empty ids: only the first of an invariant
             parts.append(
-                f"<div class='ce'{anchor if n == 0 else ''}><h3>{escape(inv_id)} "
+                f"<div class='ce'{id_attr}><h3>{escape(inv_id)} "
                 f"{_badge('violated')}</h3>"
                 f"<p><b>{escape(ce.minimal.name)}</b></p>"
+                f"<p>Cause {rank} of {summary.causes} of {escape(inv_id)}, {ce.traces} violating traces with it"
+                f"{': ' + escape(ce.cause) if ce.cause else ''}.</p>"
                 f"<p>{escape(ce.minimal.source)}: {len(ce.original.events)} events shrunk to "
                 f"{len(ce.minimal.events)} ({ce.tests_run} runs"
                 f"{f'; {ce.merged} counterexamples like it' if ce.merged > 1 else ''}). {files}</p>"

@@ -21,28 +21,32 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from callsafe.contract.target import TargetEnv
 from callsafe.model.lifecycle import CallEvent, State
+from callsafe.model.system import classify_open
 from callsafe.model.vocabulary import (
     CallAddressed,
     CallKey,
+    CallOpened,
     CancelTurn,
     Confirm,
     Disconnect,
     Event,
     Fragment,
+    LedgerRow,
     Limits,
     Observation,
     ResponseTerminal,
+    StatusShown,
     StopTenant,
     ToolChanged,
     ToolSpec,
     TurnStarted,
 )
 from callsafe.reference_impl.core import Core
-from callsafe.reference_impl.effects import Effect, RecordDisabledTool, SetTurnStatus
+from callsafe.reference_impl.effects import Effect, Log, RecordDisabledTool, RecordDisplay, SetTurnStatus, Status
 from callsafe.reference_impl.store import Snapshot
 from callsafe.targets.mutants import Ident, _ident, _Mutant
 
@@ -652,6 +656,162 @@ class FailDoomedEarly(_CoreMutant):
         self.inner._scan_every = 0
 
 
+class _FailOnRepeatCore(Core):
+    def receive(self, event: Event) -> Sequence[Effect]:
+        if type(event) is Fragment:
+            call = self._active.get(_ident(event))
+            if call is not None and call.state is State.COLLECTING:
+                same, _different = call.buffer.seen(event.position, event.text)
+                if same:
+                    effects: list[Effect] = []
+                    self._fire(call, E.FRAGMENT_CONFLICT, "a position already received arrived again", effects)
+                    return effects
+        return super().receive(event)
+
+
+class FailOnRepeat(_CoreMutant):
+    """Correct: fails a call when any position arrives again, even with the same bytes,
+    instead of dropping the repeat (the spec: "reject or reassemble by its documented
+    position"; a repeat runs nothing twice either way)."""
+
+    name = "fail-on-repeat"
+    core = _FailOnRepeatCore
+
+
+class _RefuseAtOpenCore(Core):
+    def _on_call_opened(self, ev: CallOpened) -> Sequence[Effect]:
+        turn = self.turns.get(ev.turn)
+        ident = (ev.turn, ev.response, ev.item, ev.call)
+        fresh = turn is not None and ident not in self._active and ident not in self._decided
+        if fresh and turn is not None and self._tool_spec(ev.tool) is None:
+            live = classify_open(
+                self._turn_live(turn), (ev.turn, ev.response) not in self._ended, ev.response in self._quarantined
+            )
+            if live is E.OPEN:
+                return self._absent(turn, ident, ev.tool, E.OPEN_BLOCKED, "unknown or disabled tool", None)
+        return super()._on_call_opened(ev)
+
+
+class RefuseUnknownAtOpen(_CoreMutant):
+    """Correct: a call opened for a tool that is unknown or disabled at that moment is
+    cancelled at its opening, not failed at its validation ("unknown tool name ... move
+    the buffer to a non-dispatching terminal state": both inert)."""
+
+    name = "refuse-unknown-at-open"
+    core = _RefuseAtOpenCore
+
+
+class _KeepAcrossChangeCore(Core):
+    def _on_tool_changed(self, ev: ToolChanged) -> Sequence[Effect]:
+        # nothing stops: each call is validated against the catalog as it stands at its
+        # terminal event, and the dispatcher's re-check refuses one whose tool changed
+        # after it was validated
+        return [Log(f"tool {ev.tool} changed ({ev.change}); calls in flight validate against it")]
+
+
+class KeepCallsAcrossCatalogChange(_CoreMutant):
+    """Correct: a catalog change stops no call in flight; the call is validated against the
+    catalog as it stands at its terminal event (docs/adapters.md: "validate against the
+    catalog as it stands"; the spec never says a catalog update cancels a call). A
+    byte-identical re-declaration of the tool then changes nothing."""
+
+    name = "keep-calls-across-catalog-change"
+    core = _KeepAcrossChangeCore
+
+
+# The spec's own words for its ledger and status ("Dispatch: inert / await confirmation /
+# reject"; "a non-actionable 'preparing request' cue"; "a truthful retry or handoff route").
+_SPEC_DECISIONS = {
+    "collecting": "inert",
+    "cancelled": "reject",
+    "failed": "reject",
+    "awaiting_confirmation": "await confirmation",
+    "dispatched": "dispatched",
+}
+_SPEC_STATUS = {"preparing": "preparing request", "awaiting_confirmation": "await confirmation", "handoff": "hand-off"}
+
+
+class _Reworded(_Mutant):
+    """The reference, its ledger decisions, results and statuses written in other words."""
+
+    decisions: ClassVar[Mapping[str, str]] = {}
+    statuses: ClassVar[Mapping[str, str]] = {}
+    results: ClassVar[Mapping[str, str]] = {}
+
+    def wrap(self, env: TargetEnv) -> TargetEnv:
+        observe = env.observe
+
+        def reworded(observation: Observation) -> None:
+            if isinstance(observation, LedgerRow):
+                observation = dataclasses.replace(
+                    observation,
+                    decision=self.decisions.get(observation.decision, observation.decision),
+                    parse=self.results.get(observation.parse, observation.parse),
+                    validation=self.results.get(observation.validation, observation.validation),
+                )
+            elif isinstance(observation, StatusShown):
+                observation = dataclasses.replace(
+                    observation, status=self.statuses.get(observation.status, observation.status)
+                )
+            observe(observation)
+
+        return dataclasses.replace(env, observe=reworded)
+
+
+class SpecWords(_Reworded):
+    """Correct: the ledger and the status in the spec's own words ("reject" for a cancelled
+    and a failed call alike, "await confirmation", "preparing request", "hand-off")."""
+
+    name = "spec-words"
+    decisions = _SPEC_DECISIONS
+    statuses = _SPEC_STATUS
+
+
+class DeclaredWords(_Reworded):
+    """Correct: words of its own, declared through the Target contract's ``record_words``
+    (what each means), so that the records are judged by what they say."""
+
+    name = "declared-words"
+    decisions: ClassVar[Mapping[str, str]] = {
+        "dispatched": "sent",
+        "cancelled": "dropped",
+        "failed": "dropped",
+        "awaiting_confirmation": "held",
+    }
+    statuses: ClassVar[Mapping[str, str]] = {
+        "preparing": "working",
+        "awaiting_confirmation": "asking",
+        "done": "finished",
+        "retry": "try again",
+    }
+    results: ClassVar[Mapping[str, str]] = {"ok": "fine"}
+    record_words: ClassVar[Mapping[str, Mapping[str, str]]] = {
+        "decision": {"sent": "dispatched", "dropped": "not_dispatched", "held": "awaiting_confirmation"},
+        "status": {"working": "preparing", "asking": "awaiting_confirmation", "finished": "done", "try again": "retry"},
+        "result": {"fine": "ok"},
+    }
+
+
+class _PreparingEachCallCore(Core):
+    def _show(self, turn: Any, status: str, effects: list[Effect]) -> None:
+        if status == "preparing" and turn.stopped and not turn.executed and turn.shown != status:
+            # a new call after a retry offer: "preparing" is true again; what is on screen
+            # is durable, so a restart knows the offer no longer is
+            turn.shown = status
+            effects.append(RecordDisplay(turn.turn, status, turn.stopped, turn.executed))
+            effects.append(Status(turn.turn, status))
+            return
+        super()._show(turn, status, effects)
+
+
+class PreparingAfterRetry(_CoreMutant):
+    """Correct: a new call of a turn that was offered a retry shows "preparing" again (the
+    reference stays on the offer); a later stop offers retry or hand-off again."""
+
+    name = "preparing-after-retry"
+    core = _PreparingEachCallCore
+
+
 _ALL_MUTANTS: tuple[type[_Mutant], ...] = (
     ArgumentsByCallId,
     ConversationWithoutTenant,
@@ -681,5 +841,16 @@ _ALL_MUTANTS: tuple[type[_Mutant], ...] = (
 FACTORIES: dict[str, type[_Mutant]] = {cls.name: cls for cls in _ALL_MUTANTS}
 
 CORRECT_FACTORIES: dict[str, type[_Mutant]] = {
-    cls.name: cls for cls in (RejectOutOfOrder, DeferExecutions, FailDoomedEarly)
+    cls.name: cls
+    for cls in (
+        RejectOutOfOrder,
+        DeferExecutions,
+        FailDoomedEarly,
+        FailOnRepeat,
+        RefuseUnknownAtOpen,
+        KeepCallsAcrossCatalogChange,
+        SpecWords,
+        DeclaredWords,
+        PreparingAfterRetry,
+    )
 }

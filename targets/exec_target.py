@@ -64,6 +64,7 @@ from callsafe.contract.exec_protocol import (
     encode,
 )
 from callsafe.contract.target import CAPABILITIES, TargetEnv
+from callsafe.model.record_words import DEFAULT_WORDS, RecordWordsError
 from callsafe.model.vocabulary import (
     CallKey,
     Disconnect,
@@ -138,6 +139,8 @@ class Handshake:
     # harness waits up to CALLSAFE_EXEC_READ_TIMEOUT), ``"bytes"`` counts body bytes and the
     # harness holds every later step until the program has read past them (the order).
     acks: bool | str = False
+    # what its ledger and status words mean (callsafe.model.record_words), over the defaults
+    record_words: Mapping[str, Any] | None = None
     error: str | None = None  # the handshake failed: why (the harness then certifies nothing: exit 3)
     error_kind: str = "crash"  # "hang" when it never answered, else "crash"
 
@@ -368,6 +371,12 @@ def _handshake(message: Mapping[str, Any]) -> Handshake:
     acks = message.get("acks", False)
     if not isinstance(acks, bool) and acks != "bytes":
         raise ProtocolError(f"'acks' must be true, false or \"bytes\", got {acks!r}")
+    words = message.get("record_words")
+    if words is not None:
+        try:
+            DEFAULT_WORDS.with_declared(words)
+        except RecordWordsError as exc:
+            raise ProtocolError(str(exc)) from None
     return Handshake(
         name,
         reads,
@@ -376,6 +385,7 @@ def _handshake(message: Mapping[str, Any]) -> Handshake:
         bool(message.get("process_per_trace", False)),
         str(wire),
         acks,
+        record_words=words,
     )
 
 
@@ -462,6 +472,7 @@ class ExecTarget:
         self.name = handshake.name
         self.protocol = handshake.reads
         self.capabilities = handshake.capabilities
+        self.record_words = handshake.record_words
         self.protocol_version = VERSION
         # Over HTTP the program's SDK makes a new request after a dropped connection: a
         # response's next events are the body of that request (certify.wire: reconnects).

@@ -66,7 +66,13 @@ def test_comparable_text_drops_only_when_and_how_a_run_was_executed() -> None:
 def test_junit_has_one_case_per_invariant_per_generator() -> None:
     root = junit_xml(broken()).getroot()
     suites = root.findall("testsuite")
-    assert [s.get("name") for s in suites] == ["callsafe.catalog", "callsafe.walks", "callsafe.scenarios"]
+    assert [s.get("name") for s in suites] == [
+        "callsafe.catalog",
+        "callsafe.walks",
+        "callsafe.action-safety",
+        "callsafe.records",
+        "callsafe.scenarios",
+    ]
     for suite in suites[:2]:
         assert len(suite.findall("testcase")) == 11
     catalog = suites[0]
@@ -98,7 +104,7 @@ def test_html_shows_verdicts_counterexamples_and_coverage(tmp_path: Path) -> Non
     for inv in broken().invariants:
         assert inv in page
     assert 'class="badge violated"' in page and 'class="badge not_applicable"' in page
-    assert page.count('class="sequence"') == len(broken().counterexamples)
+    assert page.count('class="sequence"') == sum(len(ces) for ces in broken().counterexamples.values())
     assert ">harness</text>" in page and ">executor</text>" in page
     assert "lifecycle" in page  # the coverage-coloured lifecycle diagram
     o = broken().options
@@ -107,7 +113,7 @@ def test_html_shows_verdicts_counterexamples_and_coverage(tmp_path: Path) -> Non
     assert reports.html.read_text() == html_report(broken())
     assert (tmp_path / "lifecycle-coverage.dot").exists()
     tests = [p for p in reports.counterexamples if p.suffix == ".py"]
-    assert len(tests) == len(broken().counterexamples)
+    assert len(tests) == sum(len(ces) for ces in broken().counterexamples.values())
 
 
 def test_sequence_rows_follow_what_happened() -> None:

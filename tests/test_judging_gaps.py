@@ -273,13 +273,17 @@ def test_an_undeclared_key_from_the_arguments_in_a_ledger_row_is_caught() -> Non
 def test_a_final_ledger_row_that_contradicts_the_model_is_caught() -> None:
     """The ledger lets an operator tell a malformed stream from a permission refusal: the
     decision and the terminal reason must be true, and the count at least the positions
-    the call accepted."""
+    the call accepted. The decision is read by meaning: "cancelled", "failed" and the
+    spec's "reject" all say the call will never run."""
     trace = TraceBuilder(tools={"note": NOTE}).turn("t1").call("a", "note", '{"v":1', reason="length").build()
     rows = [o for o in ideal_observations(judge(trace)) if isinstance(o, LedgerRow)]
     assert rows and found(trace, ideal_observations(judge(trace))) == {}
     for change in (
         {"terminal_reason": None},
-        {"decision": "cancelled"},
+        {"decision": "dispatched"},  # by meaning: a refused call never ran
+        {"decision": "await confirmation"},
+        {"decision": "collecting"},  # no decision is no terminal state
+        {"decision": "splendid"},  # a word with no meaning
         {"fragments": 0},
     ):
         untrue = [
@@ -287,6 +291,12 @@ def test_a_final_ledger_row_that_contradicts_the_model_is_caught() -> None:
             for o in ideal_observations(judge(trace))
         ]
         assert "INV-LEDGER" in found(trace, untrue), change
+    for word in ("cancelled", "reject", "Rejected", "inert"):
+        same = [
+            dataclasses.replace(o, decision=word) if isinstance(o, LedgerRow) else o
+            for o in ideal_observations(judge(trace))
+        ]
+        assert found(trace, same) == {}, word
 
 
 def test_a_row_written_when_a_doomed_call_failed_early_counts_the_positions_until_then() -> None:

@@ -89,7 +89,16 @@ def test_duplicate_delta_is_dropped() -> None:
         .terminal("a")
         .build()
     )
-    must(t, "t1/a", {"amount": 100})
+    # ... and "reject or reassemble by its documented position": dropping the repeat
+    # (100, never 1000) or failing the call are both allowed; running it twice never.
+    v = verdict(t, "t1/a")
+    assert v.execute == "may" and v.arguments == {"amount": 100}
+    assert "repeated position fails the call" in v.reason
+    oracle = judge(t)
+    (fails,) = oracle.alternatives
+    assert fails.semantics.reading.reject_repeats
+    assert fails.verdicts[v.key].execute == "must_not"
+    assert "repeated fragment" in fails.verdicts[v.key].reason
 
 
 def test_conflicting_repeat_fails() -> None:

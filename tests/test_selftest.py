@@ -84,8 +84,10 @@ def _caught_in_a_fresh_process(names: set[str], domain: str) -> set[str]:
 @pytest.mark.parametrize("depth", [2, 3])
 @pytest.mark.parametrize("name", [v.name for v in correct_variants()])
 def test_correct_variants_pass(depth: int, name: str) -> None:
-    """Choices the spec leaves open (reject out-of-order positions, an outbox of
-    executions, failing a doomed call early) are certified like mutants and must pass:
+    """Choices the spec leaves open (reject out-of-order or repeated positions, an outbox
+    of executions, failing a doomed call early, refusing an unknown tool's call at its
+    opening, keeping calls across a catalog change, records in the spec's or declared
+    words, preparing again after a retry offer) are certified like mutants and must pass:
     a violation is a false alarm. (``callsafe selftest`` also runs them at depth 4.)"""
     (variant,) = [v for v in correct_variants() if v.name == name]
     assert variant.correct
@@ -93,8 +95,21 @@ def test_correct_variants_pass(depth: int, name: str) -> None:
     assert result.ok, (result.caught_by, result.error)
 
 
-def test_there_are_three_correct_variants() -> None:
-    assert {v.name for v in correct_variants()} >= {"reject-out-of-order", "defer-executions", "fail-doomed-early"}
+def test_there_are_at_least_eight_correct_variants() -> None:
+    """Each a choice the spec leaves open, the false alarms of issue 29 among them."""
+    assert {v.name for v in correct_variants()} >= {
+        "reject-out-of-order",
+        "defer-executions",
+        "fail-doomed-early",
+        "fail-on-repeat",
+        "refuse-unknown-at-open",
+        "keep-calls-across-catalog-change",
+        "spec-words",
+        "declared-words",
+        "preparing-after-retry",
+    }
+    assert len(correct_variants()) >= 8
+    assert all(v.correct and v.description for v in correct_variants())
 
 
 def test_a_correct_variant_that_is_blamed_fails_the_selftest() -> None:

@@ -235,6 +235,11 @@ def test_readings_are_per_protocol_and_change_no_verdict_on_streams_the_parser_r
             got = {k: (v.execute, v.arguments) for k, v in judge(alternative).verdicts.items()}
             if got == want:
                 continue
+            # a replay the parser reads as a repeated position is "may" (failing the call on a
+            # repeat is allowed); a reading that drops the replay reads the call whole: "must"
+            differ = {k for k in want if got.get(k) != want[k]}
+            if all(want[k][0] == "may" and got.get(k) == ("must", want[k][1]) for k in differ):
+                continue
             assert reading.name == "the done events' arguments are final", (reading.name, trace.name)
             for key in {k for k in want if got.get(k) != want[k]}:
                 assert want[key][0] in ("must_not", "may"), (trace.name, key)

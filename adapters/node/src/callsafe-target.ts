@@ -118,6 +118,14 @@ export interface InitOkMessage {
   wire?: WireMode;
   /** Over HTTP: the program sends `read` once its SDK has handled each event. */
   acks?: boolean;
+  /** What the program's ledger and status words mean (docs/adapters.md, "Record words"). */
+  record_words?: RecordWords;
+}
+/** Per section, word -> meaning; added to callsafe's and the spec's own words. */
+export interface RecordWords {
+  decision?: Record<string, "dispatched" | "awaiting_confirmation" | "not_dispatched" | "pending">;
+  status?: Record<string, "preparing" | "awaiting_confirmation" | "done" | "retry" | "handoff">;
+  result?: Record<string, "ok" | "failed" | "not_run" | "dispatch_refused">;
 }
 export interface ExecuteMessage {
   type: "execute";
@@ -211,6 +219,8 @@ export interface ServeOptions {
   /** Over HTTP: the program calls `env.read(n)` as its SDK handles each event (callsafe then
    * records what it did for a payload at that payload's step, however slow the machine). */
   acks?: boolean;
+  /** What the program's ledger and status words mean, when they are not callsafe's or the spec's. */
+  recordWords?: RecordWords;
   create: () => Target;
 }
 
@@ -263,6 +273,7 @@ export function serve({
   wire = "stdio",
   processPerTrace = false,
   acks = false,
+  recordWords,
   create,
 }: ServeOptions): void {
   let target: Target | null = null;
@@ -322,6 +333,7 @@ export function serve({
             wire,
             process_per_trace: processPerTrace,
             acks,
+            ...(recordWords ? { record_words: recordWords } : {}),
           });
           return;
         case "start": {
