@@ -97,9 +97,9 @@ class WireIds:
             response = p.get("response")
             if p.get("type") == "response.created" and isinstance(response, dict) and not self.response:
                 self.response = str(response.get("id", ""))
-            item = p.get("item")
-            if isinstance(item, dict) and isinstance(item.get("call_id"), str):
-                self._note(str(item.get("id", "")), item["call_id"])
+            output = p.get("item")
+            if isinstance(output, dict) and isinstance(output.get("call_id"), str):
+                self._note(str(output.get("id", "")), output["call_id"])
         elif self.protocol == "anthropic-messages":
             message = p.get("message")
             if p.get("type") == "message_start" and isinstance(message, dict) and not self.response:
