@@ -35,6 +35,7 @@ from callsafe.model.vocabulary import (
     Confirm,
     ConfirmationRequested,
     Executed,
+    Fragment,
     LedgerRow,
     Observation,
     Restart,
@@ -511,9 +512,18 @@ def _ledger_untruth(
     return ""
 
 
-def _accepted_by(reading: Oracle, key: CallKey, step: int) -> int:
-    """The new positions a reading of the model accepted for ``key`` up to ``step``."""
-    return sum(1 for s in reading.semantics.steps if s.key == key and s.event is E.FRAGMENT and s.step <= step)
+def _accepted_by(reading: Oracle, trace: Trace, key: CallKey, step: int) -> int:
+    """The new positions a reading of the model accepted for ``key`` up to ``step``. A
+    fragment at ``step`` itself whose position is not the next in order (a gap or an
+    absurd one, such as past 2**63) is not counted: the row written there may be the one
+    that refuses it at once rather than at its terminal's gap ("reject or reassemble by
+    its documented position" allows both), and that row's count truthfully leaves it out."""
+    before = sum(1 for s in reading.semantics.steps if s.key == key and s.event is E.FRAGMENT and s.step < step)
+    here = any(s.key == key and s.event is E.FRAGMENT and s.step == step for s in reading.semantics.steps)
+    delivered = trace.delivered()
+    event = delivered[step] if 0 <= step < len(delivered) else None
+    in_order = isinstance(event, Fragment) and event.position == before
+    return before + 1 if here and in_order else before
 
 
 def _crash_steps(trace: Trace) -> list[int]:
@@ -558,7 +568,7 @@ def check_ledger(ctx: Context) -> Iterable[Violation]:
             forgot = any(i <= last.step for i in restarts) or early
             problems = [
                 _ledger_untruth(
-                    last, r, forgot, _accepted_by(reading, record.key, last.step) if early else None, ctx.words
+                    last, r, forgot, _accepted_by(reading, ctx.trace, record.key, last.step) if early else None, ctx.words
                 )
                 for reading in ctx.oracle.readings
                 if (r := ctx.record(record.key, reading)) is not None
