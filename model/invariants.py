@@ -568,7 +568,11 @@ def check_ledger(ctx: Context) -> Iterable[Violation]:
             forgot = any(i <= last.step for i in restarts) or early
             problems = [
                 _ledger_untruth(
-                    last, r, forgot, _accepted_by(reading, ctx.trace, record.key, last.step) if early else None, ctx.words
+                    last,
+                    r,
+                    forgot,
+                    _accepted_by(reading, ctx.trace, record.key, last.step) if early else None,
+                    ctx.words,
                 )
                 for reading in ctx.oracle.readings
                 if (r := ctx.record(record.key, reading)) is not None
@@ -624,14 +628,18 @@ def _control_stops(ctx: Context) -> dict[int, set[CallKey]]:
 
 
 def _audit_untruths(ctx: Context) -> Iterable[Violation]:
-    """Every operator control leaves an audit row, at or after it, with a reason and every
-    call key the control stopped ("Log the reason and the affected call keys so a reviewer
-    can distinguish a provider interruption from a product safety hold")."""
+    """Every operator control that stopped a call leaves an audit row, at or after it,
+    with a reason and every call key the control stopped ("Log the reason and the affected
+    call keys so a reviewer can distinguish a provider interruption from a product safety
+    hold"). A control that stopped nothing may be logged or not: with no affected call
+    there is no interruption to tell apart, and the spec asks for the keys it affected."""
     controls = _control_stops(ctx)
     if not controls:
         return
     audits = [o for o in ctx.observations if isinstance(o, AuditRow)]
     for step, stopped in sorted(controls.items()):
+        if not stopped:
+            continue
         after = [a for a in audits if a.step >= step]
         if not after:
             yield Violation("INV-LEDGER", "an operator control left no audit row", None, step)

@@ -122,6 +122,10 @@ def test_replay_exit_status_says_what_happened(tmp_path: Path) -> None:
 
 
 def test_selftest_scores_the_registered_mutants(monkeypatch: pytest.MonkeyPatch) -> None:
+    # one correct variant, not the zoo's nine at depth 4 (tests/test_selftest.py runs those)
+    monkeypatch.setattr(
+        mutants, "CORRECT_VARIANTS", [mutants.Mutant("model", "toy_targets:model_target", "the model", correct=True)]
+    )
     monkeypatch.setattr(mutants, "MUTANTS", [])
     code, out = invoke("selftest")
     assert code == 0 and "no mutants registered" in out
@@ -134,7 +138,7 @@ def test_selftest_scores_the_registered_mutants(monkeypatch: pytest.MonkeyPatch)
             mutants.Mutant("correct", "toy_targets:model_target", "not a mutant at all"),
         ],
     )
-    code, out = invoke("selftest", "--depth", "1")
+    code, out = invoke("selftest", "--depth", "1", "--correct-depth", "0")
     assert code == 1, out  # the "correct" mutant is not caught
     assert "first-parse" in out and "INV-TER" in out and "not caught" in out
     assert "mutation score: 2/3" in out and "events" in out
