@@ -141,4 +141,5 @@ def test_walks_are_seeded() -> None:
     assert first == [t.name for t in random_walks(7, 20)]
     assert first != [t.name for t in random_walks(8, 20)]
     outcomes = {v.execute for t in random_walks(0, 100) for v in judge(t).verdicts.values()}
-    assert outcomes == {"must", "must_not"}  # walks get calls executed, and stopped
+    # walks get calls executed, and stopped; "may" where a reading of an open choice differs
+    assert {"must", "must_not"} <= outcomes <= {"must", "may", "must_not"}

@@ -267,10 +267,13 @@ def test_responses_interleaved_calls_in_order_have_no_gaps() -> None:
 
 def test_responses_replayed_and_conflicting_deltas() -> None:
     base = [CREATED, added("fc", "c", 1), delta("fc", '{"a":', 2), delta("fc", "1}", 3)]
-    replay = parse("openai-responses", [*base, delta("fc", '{"a":', 2), done("fc", "c", 4)]).events
-    assert executed(replay) == {"c": {"a": 1}}
+    # a replayed delta keeps its position: de-duplicated it runs with the streamed arguments,
+    # and failing the call on the repeat is the other reading the spec allows ("reject or
+    # reassemble by its documented position"); a conflicting one runs under no reading
+    replay = verdicts(parse("openai-responses", [*base, delta("fc", '{"a":', 2), done("fc", "c", 4)]).events)
+    assert replay["c"].execute == "may" and replay["c"].arguments == {"a": 1}
     conflict = parse("openai-responses", [*base, delta("fc", '{"b":', 2), done("fc", "c", 4)]).events
-    assert executed(conflict) == {}
+    assert executed(conflict) == {} and verdicts(conflict)["c"].execute == "must_not"
 
 
 def test_responses_done_arguments_that_contradict_the_deltas_fail_the_call() -> None:
