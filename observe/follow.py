@@ -193,6 +193,9 @@ class Follower:
         self._finished[turn] = kept
         while len(self._finished) > self.remember:
             self._finished.popitem(last=False)
+        forget = getattr(self.reader, "forget", None)
+        if forget is not None:
+            forget(turn)
         self._reported = {r for r in self._reported if r[0] != turn}
 
 

@@ -71,9 +71,18 @@ class LogReader:
         self._parsers: dict[tuple[str, str, str], Parser] = {}
         self._ended: set[tuple[str, str, str]] = set()
         self._bindings: dict[str, TurnStarted] = {}
-        self._calls: dict[tuple[str, str], list[CallOpened]] = {}
+        self._calls: dict[str, dict[str, list[CallOpened]]] = {}  # turn -> call id -> openings
         self._argumentless = 0
         self._declared: set[str] = set()
+
+    def forget(self, turn: str) -> None:
+        """Drop what the reader keeps about ``turn`` (its binding, its calls, its streams):
+        a follower calls this for a turn it has finished, so that memory stays bounded."""
+        self._bindings.pop(turn, None)
+        self._calls.pop(turn, None)
+        for stream in [s for s in (*self._parsers, *self._ended) if s[1] == turn]:
+            self._parsers.pop(stream, None)
+            self._ended.discard(stream)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -145,7 +154,7 @@ class LogReader:
         if event.kind in _STREAM_EVENTS:
             kinds.add("stream")
         if isinstance(event, CallOpened):
-            self._calls.setdefault((event.turn, event.call), []).append(event)
+            self._calls.setdefault(event.turn, {}).setdefault(event.call, []).append(event)
         self.records.add_event(event, where)
 
     def _observation(self, obs: Observation, where: str) -> None:
@@ -212,7 +221,7 @@ class LogReader:
                 raise RecordError(f"{where}: an execution's {name} is a string")
         opened = [
             c
-            for c in self._calls.get((turn, call), [])
+            for c in self._calls.get(turn, {}).get(call, [])
             if body.get("response", c.response) == c.response and body.get("item", c.item) == c.item
         ]
         if len(opened) > 1:

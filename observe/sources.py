@@ -67,6 +67,10 @@ class _SpanLines:
     def feed(self, line: bytes, number: int) -> None:
         self._reader.feed(line, f"line {number}")
 
+    def forget(self, turn: str) -> None:
+        for ident in [i for i in self.records.calls if i[0] == turn]:
+            del self.records.calls[ident]
+
 
 def line_reader(fmt: str, source: str) -> LogReader | _SpanLines:
     """A reader that takes one line at a time, for ``--follow``."""

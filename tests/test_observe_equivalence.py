@@ -83,7 +83,9 @@ def test_the_zoos_violations_are_found_in_its_logs_with_their_records(invariant:
             if certify_status(checked, invariant) != "violated":
                 continue
             records = read_log("\n".join(log_lines(checked.trace, checked.run.observations)).encode())
-            verdict = judge_records(records, kinds=records.kinds | {"ledger", "status", "executions"}).verdicts[invariant]
+            verdict = judge_records(records, kinds=records.kinds | {"ledger", "status", "executions"}).verdicts[
+                invariant
+            ]
             assert verdict.status == "violated", (mutant, checked.trace.name)
             assert all(f.evidence for f in verdict.findings)
             if invariant != "INV-LEDGER":
