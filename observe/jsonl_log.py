@@ -219,11 +219,12 @@ class LogReader:
         for name in ("actor", "tenant", "response", "item"):
             if name in body and not isinstance(body[name], str):
                 raise RecordError(f"{where}: an execution's {name} is a string")
-        opened = [
-            c
+        places = {
+            (c.response, c.item): c
             for c in self._calls.get(turn, {}).get(call, [])
             if body.get("response", c.response) == c.response and body.get("item", c.item) == c.item
-        ]
+        }
+        opened = list(places.values())  # a call re-announced by a re-delivered stream is one call
         if len(opened) > 1:
             raise RecordError(
                 f"{where}: call {shown(call, 60)!r} of turn {shown(turn, 60)!r} is ambiguous: name its response"

@@ -367,3 +367,15 @@ def test_the_reader_is_incremental() -> None:
         reader.feed(line.encode(), number)
     assert any(isinstance(e.event, TurnStarted) for e in reader.records.entries)
     assert judge_records(reader.records).violated == []
+
+
+def test_the_docs_worked_incident_is_what_the_page_says() -> None:
+    """docs/observe.md shows this output: the refund run twice after a re-delivered stream."""
+    sample = ROOT / "docs" / "samples" / "observe-incident.jsonl"
+    result = CliRunner().invoke(main, ["observe", str(sample)])
+    assert result.exit_code == 1
+    page = (ROOT / "docs" / "observe.md").read_text(encoding="utf-8")
+    for line in result.output.splitlines()[1:]:
+        assert line in page, line
+    followed = CliRunner().invoke(main, ["observe", str(sample), "--follow"])
+    assert followed.exit_code == 1 and followed.output.startswith("VIOLATED at line 14: INV-ONCE")
