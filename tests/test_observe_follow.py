@@ -66,7 +66,9 @@ def test_a_half_written_line_waits_for_its_newline(tmp_path: Path) -> None:
 def _turn(n: int, conversation: str) -> list[bytes]:
     turn = f"t{n}"
     return [
-        json.dumps({"turn_started": {"turn": turn, "actor": "a", "tenant": "x", "conversation": conversation}}).encode(),
+        json.dumps(
+            {"turn_started": {"turn": turn, "actor": "a", "tenant": "x", "conversation": conversation}}
+        ).encode(),
         json.dumps({"execution": {"turn": turn, "call": "c", "tool": "refund", "arguments": {}}}).encode(),
     ]
 
