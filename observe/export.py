@@ -16,7 +16,7 @@ from typing import Any
 
 from callsafe.model.vocabulary import Observation, Trace, event_to_json, observation_to_json
 
-__all__ = ["log_lines"]
+__all__ = ["log_lines", "otlp_document", "otlp_from_sdk", "write_store"]
 
 
 def _observation_line(obs: Observation) -> str:
@@ -220,3 +220,37 @@ def write_store(path: Any, trace: Trace, observations: Sequence[Observation]) ->
             )
     db.commit()
     db.close()
+
+
+def otlp_from_sdk(spans: Sequence[Any]) -> dict[str, Any]:
+    """Finished spans of the OpenTelemetry SDK (``ReadableSpan``: what an in-memory exporter
+    holds) as one OTLP JSON document, the form the Collector's file exporter writes, so
+    that the spans an instrumentation really made can be observed."""
+
+    def value(v: Any) -> dict[str, Any]:
+        if isinstance(v, bool):
+            return {"boolValue": v}
+        if isinstance(v, int):
+            return {"intValue": str(v)}
+        if isinstance(v, float):
+            return {"doubleValue": v}
+        if isinstance(v, (list, tuple)):
+            return {"arrayValue": {"values": [value(x) for x in v]}}
+        return {"stringValue": str(v)}
+
+    out = []
+    for span in spans:
+        context = span.get_span_context()
+        out.append(
+            {
+                "traceId": f"{context.trace_id:032x}",
+                "spanId": f"{context.span_id:016x}",
+                "name": span.name,
+                "startTimeUnixNano": str(span.start_time),
+                "endTimeUnixNano": str(span.end_time),
+                "attributes": [{"key": k, "value": value(v)} for k, v in (span.attributes or {}).items()],
+            }
+        )
+    return {
+        "resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "sdk"}, "spans": out}]}]
+    }

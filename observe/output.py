@@ -51,7 +51,7 @@ def console_lines(observed: Observed) -> list[str]:
     if observed.assumed:
         lines.append(
             f"assumed: {len(observed.assumed)} event(s) the records do not hold (each executed call given the "
-            "most favourable stream: opened, completed right before it ran)"
+            "most favourable stream: opened when its turn started, completed right before it ran)"
         )
     for verdict in observed.verdicts.values():
         status = verdict.status

@@ -379,3 +379,57 @@ def test_the_docs_worked_incident_is_what_the_page_says() -> None:
         assert line in page, line
     followed = CliRunner().invoke(main, ["observe", str(sample), "--follow"])
     assert followed.exit_code == 1 and followed.output.startswith("VIOLATED at line 14: INV-ONCE")
+
+
+# -- real instrumentation: the guard's own store and spans ---------------------------------
+
+
+def test_the_guards_real_store_and_spans_are_observed(tmp_path: Path) -> None:
+    """The guard, run with a SQLite store and the OpenTelemetry SDK: its store and its
+    ``callsafe.guard.execute`` spans show one run of the call; a second process that runs
+    the same stream with a store of its own (the incident the store prevents) shows up in
+    the spans as INV-ONCE."""
+    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from callsafe.guard import Guard
+    from callsafe.observe.export import otlp_from_sdk
+
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+
+    opening = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "book", "arguments": '{"day":"Tue"}'},
+    }
+    stream = [chunk({"role": "assistant", "tool_calls": [opening]}), chunk({}, finish="tool_calls")]
+
+    def run(store: str) -> None:
+        guard = Guard(tools={"book": {"type": "object"}}, executor=lambda call: "ok", store=store, create=True,
+                      tracer=provider.get_tracer("test"))  # fmt: skip
+        try:
+            with guard.turn("turn-1", actor="alice", tenant="acme") as turn:
+                assert [c.tool for c in turn.stream(stream)] == ["book"]
+        finally:
+            guard.close()
+
+    db = tmp_path / "guard.db"
+    run(f"sqlite:///{db}")
+    from_store = judge_records(read_store(str(db)))
+    assert from_store.status("INV-ONCE") == "holds"
+    assert sum(isinstance(o, Executed) for o in from_store.observations) == 1
+    spans = judge_records(read_spans(json.dumps(otlp_from_sdk(exporter.get_finished_spans())).encode()))
+    assert spans.status("INV-ONCE") == "holds" and spans.kinds == {"executions"}
+    run("memory:")  # another instance, a store of its own: the call runs again
+    twice = judge_records(read_spans(json.dumps(otlp_from_sdk(exporter.get_finished_spans())).encode()))
+    assert twice.violated == ["INV-ONCE"]
+    (finding,) = twice.verdicts["INV-ONCE"].findings
+    assert str(finding.finding.key) == "acme/turn-1/chatcmpl-1/0/call_1"
