@@ -104,3 +104,26 @@ def test_the_command_follows_until_the_first_violation(tmp_path: Path) -> None:
     assert "VIOLATED at line 9" in result.output and "INV-ONCE" in result.output
     store = CliRunner().invoke(main, ["observe", str(path), "--follow", "--format", "store"])
     assert store.exit_code == 2 and "not a store" in store.output
+
+
+def test_a_span_file_written_a_document_per_line_is_followed() -> None:
+    from callsafe.observe.sources import line_reader
+
+    span = {
+        "traceId": "1",
+        "spanId": "2",
+        "name": "execute_tool refund",
+        "startTimeUnixNano": "5",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+            {"key": "gen_ai.tool.name", "value": {"stringValue": "refund"}},
+            {"key": "gen_ai.tool.call.id", "value": {"stringValue": "call_7Qa"}},
+        ],
+    }
+    line = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+    follower = Follower(line_reader("spans", "spans.jsonl"))
+    follower.feed(line)
+    assert follower.found == []
+    follower.feed(line)
+    assert [f.finding.invariant for f in follower.found] == ["INV-ONCE"]
+    assert follower.found[0].evidence[0].startswith("line 1: span 2")
