@@ -44,6 +44,12 @@ def _fail(message: str, code: int) -> NoReturn:
     help="A kind of record the source holds even where it has no record of that kind (repeatable): stream, "
     "calls, turns, executions, arguments, ledger, status, confirmation, business_validation.",
 )
+@click.option(
+    "--namespace",
+    default="callsafe",
+    show_default=True,
+    help="A PostgreSQL store's schema (the guard's namespace).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print observe.json instead of the console lines.")
 @click.option(
     "--json-out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write observe.json here."
@@ -69,6 +75,7 @@ def observe_cmd(
     source: str,
     fmt: str | None,
     recorded: tuple[str, ...],
+    namespace: str,
     as_json: bool,
     json_out: Path | None,
     html_out: Path | None,
@@ -88,7 +95,7 @@ def observe_cmd(
         if follow:
             _follow(source, fmt, recorded, max_turns, remember)
         else:
-            _observe(source, fmt, recorded, as_json, json_out, html_out, junit)
+            _observe(source, fmt, recorded, namespace, as_json, json_out, html_out, junit)
     except RecordError as exc:
         _fail(str(exc), 2)
     except SystemExit:
@@ -103,6 +110,7 @@ def _observe(
     source: str,
     fmt: str | None,
     recorded: tuple[str, ...],
+    namespace: str,
     as_json: bool,
     json_out: Path | None,
     html_out: Path | None,
@@ -113,7 +121,7 @@ def _observe(
     from callsafe.observe.sources import read_source
     from callsafe.safe_text import json_text
 
-    records = read_source(source, fmt)
+    records = read_source(source, fmt, namespace)
     observed = judge_records(records, kinds=set(records.kinds) | set(recorded))
     doc = observed.to_json()
     if as_json:

@@ -21,10 +21,11 @@ broke them (measured: certification runs of the zoo written as stores).
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from callsafe.model.record_words import DEFAULT_WORDS, Dispatch
 from callsafe.model.vocabulary import (
@@ -47,10 +48,16 @@ __all__ = ["read_store"]
 Query = Callable[[str], Sequence[Sequence[Any]]]
 
 
-def read_store(location: str) -> Records:
-    """The records of the store at ``location``: a SQLite file, or a PostgreSQL DSN."""
+# The guard's schema when it is given none (callsafe.guard.stores.DEFAULT_NAMESPACE).
+DEFAULT_NAMESPACE: Final = "callsafe"
+_IDENTIFIER: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def read_store(location: str, namespace: str = DEFAULT_NAMESPACE) -> Records:
+    """The records of the store at ``location``: a SQLite file, or a PostgreSQL DSN whose
+    schema ``namespace`` holds the store (as the guard and the reference name it)."""
     if location.startswith(("postgresql://", "postgres://")):
-        return _read_postgres(location)
+        return _read_postgres(location, namespace)
     path = Path(location)
     if not path.is_file():
         raise RecordError(f"{location}: no such store file")
@@ -68,17 +75,27 @@ def read_store(location: str) -> Records:
         connection.close()
 
 
-def _read_postgres(dsn: str) -> Records:
+def _read_postgres(dsn: str, namespace: str) -> Records:
+    if not _IDENTIFIER.match(namespace):
+        raise RecordError(f"{shown(namespace, 70)!r}: a namespace is a lower-case SQL identifier")
     try:
         import psycopg
     except ImportError:
         raise RecordError("reading a PostgreSQL store needs psycopg (the 'postgres' extra)") from None
     try:
-        with psycopg.connect(dsn, autocommit=False) as connection:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as connection:
             connection.read_only = True
-            return _records("store postgresql", lambda sql: connection.execute(sql).fetchall())
+            found = connection.execute(
+                "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (namespace,)
+            ).fetchone()
+            if found is None:
+                raise RecordError(f"the PostgreSQL store: no schema {namespace!r} (the guard's namespace)")
+            connection.execute(f"SET search_path TO {namespace}")
+            return _records(f"store postgresql {namespace}", lambda sql: connection.execute(sql).fetchall())
     except psycopg.Error as exc:
-        raise RecordError(f"the PostgreSQL store: {exc}") from None
+        raise RecordError(f"the PostgreSQL store: {shown(exc, 300)}") from None
+    except (TraceFormatError, TypeError, ValueError) as exc:
+        raise RecordError(f"the PostgreSQL store: a row of the wrong shape: {exc}") from None
 
 
 def _records(source: str, q: Query) -> Records:

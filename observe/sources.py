@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Final
 
-from callsafe.observe.guard_store import read_store
+from callsafe.observe.guard_store import DEFAULT_NAMESPACE, read_store
 from callsafe.observe.jsonl_log import LogReader, read_log
 from callsafe.observe.otlp import SpanReader, read_spans
 from callsafe.observe.records import RecordError, Records
@@ -41,11 +41,12 @@ def detect_format(location: str) -> str:
     return "log"
 
 
-def read_source(location: str, fmt: str | None = None) -> Records:
-    """The records at ``location`` in format ``fmt`` (detected when None)."""
+def read_source(location: str, fmt: str | None = None, namespace: str = DEFAULT_NAMESPACE) -> Records:
+    """The records at ``location`` in format ``fmt`` (detected when None); ``namespace``:
+    a PostgreSQL store's schema."""
     fmt = fmt or detect_format(location)
     if fmt == "store":
-        return read_store(location)
+        return read_store(location, namespace)
     try:
         data = Path(location).read_bytes()
     except OSError as exc:

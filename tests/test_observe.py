@@ -9,7 +9,9 @@ in place from ``../shared/captures`` (never copied) when it is there.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,9 @@ from callsafe.observe.records import RecordError
 from callsafe.observe.sources import detect_format, read_source
 
 ROOT = Path(__file__).resolve().parents[1]
+# A PostgreSQL server for the guard's PostgreSQL store (tools/postgres.sh); without one that
+# part of the real-store test is left out, and says so in its docstring.
+PG_DSN = os.environ.get("CALLSAFE_PG_DSN", "")
 
 
 def chunk(payload: dict[str, Any]) -> str:
@@ -388,7 +393,9 @@ def test_the_guards_real_store_and_spans_are_observed(tmp_path: Path) -> None:
     """The guard, run with a SQLite store and the OpenTelemetry SDK: its store and its
     ``callsafe.guard.execute`` spans show one run of the call; a second process that runs
     the same stream with a store of its own (the incident the store prevents) shows up in
-    the spans as INV-ONCE."""
+    the spans as INV-ONCE. With ``CALLSAFE_PG_DSN`` (``tools/postgres.sh``), the guard over
+    PostgreSQL too, its store read back through its schema; without it, that part is left
+    out."""
     sdk = pytest.importorskip("opentelemetry.sdk.trace")
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -412,9 +419,9 @@ def test_the_guards_real_store_and_spans_are_observed(tmp_path: Path) -> None:
     }
     stream = [chunk({"role": "assistant", "tool_calls": [opening]}), chunk({}, finish="tool_calls")]
 
-    def run(store: str) -> None:
+    def run(store: str, namespace: str | None) -> None:
         guard = Guard(tools={"book": {"type": "object"}}, executor=lambda call: "ok", store=store, create=True,
-                      tracer=provider.get_tracer("test"))  # fmt: skip
+                      tracer=provider.get_tracer("test"), namespace=namespace)  # fmt: skip
         try:
             with guard.turn("turn-1", actor="alice", tenant="acme") as turn:
                 assert [c.tool for c in turn.stream(stream)] == ["book"]
@@ -422,13 +429,32 @@ def test_the_guards_real_store_and_spans_are_observed(tmp_path: Path) -> None:
             guard.close()
 
     db = tmp_path / "guard.db"
-    run(f"sqlite:///{db}")
+    run(f"sqlite:///{db}", None)
     from_store = judge_records(read_store(str(db)))
     assert from_store.status("INV-ONCE") == "holds"
     assert sum(isinstance(o, Executed) for o in from_store.observations) == 1
     spans = judge_records(read_spans(json.dumps(otlp_from_sdk(exporter.get_finished_spans())).encode()))
     assert spans.status("INV-ONCE") == "holds" and spans.kinds == {"executions"}
-    run("memory:")  # another instance, a store of its own: the call runs again
+    if PG_DSN:  # the same guard over PostgreSQL, read back through its schema
+        namespace = f"callsafe_observe_{uuid.uuid4().hex[:12]}"
+        run(PG_DSN, namespace)
+        try:
+            from_pg = judge_records(read_store(PG_DSN, namespace))
+        finally:
+            from callsafe.reference_impl.postgres_store import PostgresStore
+
+            cleanup = PostgresStore(PG_DSN, namespace)
+            cleanup.drop()
+            cleanup.close()
+        assert from_pg.status("INV-ONCE") == "holds" and from_pg.kinds == {"executions", "ledger"}
+        assert [o.key for o in from_pg.observations if isinstance(o, Executed)] == [
+            o.key for o in from_store.observations if isinstance(o, Executed)
+        ]
+        with pytest.raises(RecordError, match="no schema"):
+            read_store(PG_DSN, namespace)
+        exporter.clear()
+        run("memory:", None)
+    run("memory:", None)  # another instance, a store of its own: the call runs again
     twice = judge_records(read_spans(json.dumps(otlp_from_sdk(exporter.get_finished_spans())).encode()))
     assert twice.violated == ["INV-ONCE"]
     (finding,) = twice.verdicts["INV-ONCE"].findings
