@@ -939,6 +939,7 @@ def _register_extensions() -> None:
         ("callsafe.cli.formal", ("prove_cmd", "export_cmd")),
         ("callsafe.cli.matrix", ("matrix_cmd",)),
         ("callsafe.cli.inspect", ("inspect_cmd",)),
+        ("callsafe.cli.observe", ("observe_cmd",)),
         ("callsafe.cli.scenarios", ("scenarios_cmd",)),
         ("callsafe.cli.store", ("store_cmd",)),
         ("callsafe.cli.serve", ("serve_cmd",)),
