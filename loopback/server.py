@@ -59,6 +59,8 @@ from typing import Any, Final
 
 import uvicorn
 
+from callsafe.loopback.realtime import PATH as REALTIME_PATH
+from callsafe.loopback.realtime import serve_session
 from callsafe.model.vocabulary import Disconnect, Event, Replay, ResponseTerminal, TextFragment
 from callsafe.providers import registry
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable
@@ -256,6 +258,19 @@ class StaticTrace:
         as_servers_send(protocol, [self.head])
         self.drops = cut_at is not None
 
+    def next_payloads(self) -> tuple[list[dict[str, Any]], bool]:
+        """The payloads of the next plain request (or Realtime WebSocket session), and
+        whether its connection drops after them."""
+        if not self.connections:
+            return self.head, self.drops
+        payloads, drops = self.connections[min(self.requests, len(self.connections) - 1)]
+        self.requests += 1
+        return payloads, drops
+
+    def reply(self) -> list[dict[str, Any]]:
+        """What a Realtime session gets for a later response request: the short reply."""
+        return reply_payloads(self.protocol)
+
     def chunks(self, last_event_id: int | None, starting_after: int | None = None) -> tuple[list[bytes], bool]:
         """The pieces of one response, and whether it ends by dropping the connection."""
         if starting_after is not None:  # the Responses resume: by sequence number, never a drop
@@ -263,12 +278,9 @@ class StaticTrace:
             payloads = [p for p in self.full if int(p.get("sequence_number", -1)) > starting_after]
         elif last_event_id is not None:
             start, payloads, drops = last_event_id + 1, self.full[last_event_id + 1 :], False
-        elif self.connections:
-            payloads, drops = self.connections[min(self.requests, len(self.connections) - 1)]
-            start = 0
-            self.requests += 1
         else:
-            start, payloads, drops = 0, self.head, self.drops
+            start = 0
+            payloads, drops = self.next_payloads()
         out: list[bytes] = []
         for n, payload in enumerate(payloads):
             if n % 3 == 0 and self.protocol not in NO_KEEP_ALIVE:
@@ -300,7 +312,13 @@ class LoopbackServer:
         self.host, self.port = self.sock.getsockname()[:2]
         level = os.environ.get("CALLSAFE_LOOPBACK_LOG", "critical")  # "info" shows every request and error
         config = uvicorn.Config(
-            self.app, log_level=level, access_log=level != "critical", lifespan="off", ws="none", interface="asgi3"
+            self.app,
+            log_level=level,
+            access_log=level != "critical",
+            lifespan="off",
+            ws="websockets-sansio",  # the Realtime API's WebSocket (loopback/realtime.py), by `websockets`
+            ws_max_size=max_body,
+            interface="asgi3",
         )
         self.server = uvicorn.Server(config)
         for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
@@ -350,6 +368,9 @@ class LoopbackServer:
     # -- the ASGI app ------------------------------------------------------------------
 
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         body = await self._body(scope, receive)
@@ -400,6 +421,18 @@ class LoopbackServer:
             return
         await _start_stream(send, protocol)
         await stream.serve(send)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket: the OpenAI Realtime API at ``.../realtime`` for a trace served as
+        ``openai-realtime`` (:mod:`callsafe.loopback.realtime`); any other is refused in the
+        handshake (403)."""
+        self.requests += 1
+        static = self.static
+        path = str(scope.get("path", "")).rstrip("/")
+        if static is None or static.protocol != "openai-realtime" or not path.endswith(REALTIME_PATH):
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await serve_session(scope, receive, send, static)
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes | None:
         """The request body, or None when it is over :attr:`max_body` bytes: refused by its
