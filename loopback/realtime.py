@@ -12,7 +12,7 @@ What a session gets:
 
 * ``session.created`` as soon as it opens; ``session.updated`` for a ``session.update``;
 * for its first ``response.create`` (or ``input_audio_buffer.commit``, the manual end of
-  the user's speech), the session's share of the trace (:meth:`Session.next_payloads`):
+  the user's speech), the session's share of the trace (:meth:`Session.respond`):
   for ``callsafe serve`` the n-th WebSocket gets the trace's n-th connection, each
   server event one text message; a response the trace ends with ``error`` arrives as the
   user's barge-in (:mod:`callsafe.providers.openai_realtime`). Where the trace
@@ -21,6 +21,10 @@ What a session gets:
 * for a later ``response.create`` (an agent that sent its tools' outputs and asks for
   the next response), the short text reply that ends normally
   (:func:`callsafe.loopback.server.reply_payloads`);
+* under certification (no trace served; the harness feeds live streams), each response
+  request gets the channel's next live stream (``ws://.../c/CHANNEL/v1/realtime``), one
+  text message per server event as the harness renders it, and the socket drops where
+  the trace disconnects;
 * for ``response.cancel``, the ``error`` the API sends when no response is in progress:
   the session's response was sent whole before the client could cancel it (a client's
   cancel reaches a served trace only through the trace itself);
@@ -34,7 +38,7 @@ the ``websockets`` library before the message is read whole.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any, Final, Protocol
 
 __all__ = ["PATH", "Session", "serve_session"]
@@ -48,15 +52,12 @@ Send = Callable[[Message], Awaitable[None]]
 
 
 class Session(Protocol):
-    """Where a WebSocket session's responses come from."""
+    """Where a WebSocket session's responses come from (``callsafe serve``'s trace, or the
+    harness's live streams)."""
 
-    def next_payloads(self) -> tuple[Sequence[Mapping[str, Any]], bool]:
-        """The server events for the session's first response request, and whether the
-        socket drops after them."""
-        ...
-
-    def reply(self) -> Sequence[Mapping[str, Any]]:
-        """The server events for every later response request."""
+    async def respond(self, send_text: Callable[[str], Awaitable[None]], first: bool) -> bool:
+        """Send the server events for one response request (``first``: the session's first);
+        true when the socket drops after them."""
         ...
 
 
@@ -71,9 +72,11 @@ class _Events:
         self.send = send
         self.count = 0
 
-    async def json(self, payload: Mapping[str, Any]) -> None:
-        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    async def text(self, text: str) -> None:
         await self.send({"type": "websocket.send", "text": text})
+
+    async def json(self, payload: Mapping[str, Any]) -> None:
+        await self.text(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
 
     async def own(self, etype: str, **fields: Any) -> None:
         self.count += 1
@@ -114,15 +117,8 @@ async def serve_session(scope: Mapping[str, Any], receive: Receive, send: Send, 
         if etype == "session.update":
             await events.own("session.updated", session=_session_body(model))
         elif etype in ("response.create", "input_audio_buffer.commit"):
-            if answered:
-                for payload in session.reply():
-                    await events.json(payload)
-                continue
-            answered = True
-            payloads, drops = session.next_payloads()
-            for payload in payloads:
-                await events.json(payload)
-            if drops:
+            first, answered = not answered, True
+            if await session.respond(events.text, first):
                 return  # no close frame: uvicorn closes the transport, as a dropped connection
         elif etype == "response.cancel":
             await events.error("Cancellation failed: no active response found", client_id)

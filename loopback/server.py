@@ -96,7 +96,7 @@ MAX_BODY: Final = 1 << 20
 # the body that is not ``data:`` as JSON (``_api_client.py``, ``_load_json_from_response``),
 # so one comment line fails the whole stream, and the Gemini API sends none.
 # Bedrock's binary event stream has no comment frames at all.
-NO_KEEP_ALIVE: Final = frozenset({"gemini", "bedrock-converse"})
+NO_KEEP_ALIVE: Final = frozenset({"gemini", "bedrock-converse", "openai-realtime"})
 _RESUME: Final = re.compile(r"/responses/[^/]+/?$")  # GET: resume a Responses stream
 _END: Final = b""
 
@@ -172,9 +172,12 @@ class LiveStream:
         self.server.loop.call_soon_threadsafe(self.queue.put_nowait, item)
 
     def push(self, payload: Mapping[str, Any]) -> None:
-        if self.count % 3 == 0 and self.protocol not in NO_KEEP_ALIVE:
-            self._put(KEEP_ALIVE)
         self.count += 1
+        if registry.get(self.protocol).transport == "websocket":
+            self._put(message_bytes(payload))  # one WebSocket text message per server event
+            return
+        if (self.count - 1) % 3 == 0 and self.protocol not in NO_KEEP_ALIVE:
+            self._put(KEEP_ALIVE)
         for piece in _pieces(self.protocol, payload):
             self._put(piece)
 
@@ -188,6 +191,21 @@ class LiveStream:
     def abort(self) -> None:
         """The connection drops here."""
         self._put(_Dropped("the trace disconnects here"))
+
+    async def serve_messages(self, send_text: Callable[[str], Awaitable[None]]) -> bool:
+        """Serve the stream as WebSocket text messages (the Realtime API); true when the
+        trace drops the connection after them."""
+        self.served = True
+        delay = _write_delay()
+        while True:
+            item = await self.queue.get()
+            if delay:
+                await asyncio.sleep(delay)
+            if isinstance(item, BaseException):
+                return True
+            if item == _END:
+                return False
+            await send_text(item.decode("utf-8"))
 
     async def serve(self, send: Send) -> None:
         delay = _write_delay()
@@ -266,10 +284,6 @@ class StaticTrace:
         payloads, drops = self.connections[min(self.requests, len(self.connections) - 1)]
         self.requests += 1
         return payloads, drops
-
-    def reply(self) -> list[dict[str, Any]]:
-        """What a Realtime session gets for a later response request: the short reply."""
-        return reply_payloads(self.protocol)
 
     def chunks(self, last_event_id: int | None, starting_after: int | None = None) -> tuple[list[bytes], bool]:
         """The pieces of one response, and whether it ends by dropping the connection."""
@@ -429,10 +443,14 @@ class LoopbackServer:
         self.requests += 1
         static = self.static
         path = str(scope.get("path", "")).rstrip("/")
-        if static is None or static.protocol != "openai-realtime" or not path.endswith(REALTIME_PATH):
+        if not path.endswith(REALTIME_PATH) or (static is not None and static.protocol != "openai-realtime"):
             await send({"type": "websocket.close", "code": 1008})
             return
-        await serve_session(scope, receive, send, static)
+        if static is not None:
+            await serve_session(scope, receive, send, _StaticSession(static))
+            return
+        channel = path.split("/")[2] if path.startswith("/c/") and path.count("/") > 2 else ""
+        await serve_session(scope, receive, send, _LiveSession(self, channel))
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes | None:
         """The request body, or None when it is over :attr:`max_body` bytes: refused by its
@@ -500,6 +518,51 @@ class LoopbackServer:
         if drops:
             raise _Dropped("the trace disconnects here")
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _StaticSession:
+    """``callsafe serve``: a Realtime session's first response request gets the trace's next
+    connection, every later one the short reply."""
+
+    def __init__(self, static: StaticTrace) -> None:
+        self.static = static
+
+    async def respond(self, send_text: Callable[[str], Awaitable[None]], first: bool) -> bool:
+        payloads, drops = self.static.next_payloads() if first else (reply_payloads(self.static.protocol), False)
+        for payload in payloads:
+            await send_text(message_bytes(payload).decode("utf-8"))
+        return drops
+
+
+class _LiveSession:
+    """certify: each response request of a Realtime session gets the channel's next live
+    stream, as an HTTP request does; a later request nobody scripted gets the short reply."""
+
+    def __init__(self, server: LoopbackServer, channel: str) -> None:
+        self.server = server
+        self.channel = channel
+
+    async def respond(self, send_text: Callable[[str], Awaitable[None]], first: bool) -> bool:
+        queue = self.server._queue(self.channel)
+        if not first and queue.empty():
+            for payload in reply_payloads("openai-realtime"):
+                await send_text(message_bytes(payload).decode("utf-8"))
+            return False
+        while True:
+            try:
+                stream = await asyncio.wait_for(queue.get(), timeout=30)
+            except TimeoutError:
+                return True  # no stream is ready for this request: the session ends
+            if not stream.abandoned:
+                break
+        if stream.protocol != "openai-realtime":
+            return True
+        return await stream.serve_messages(send_text)
+
+
+def message_bytes(payload: Mapping[str, Any]) -> bytes:
+    """One server event as the UTF-8 text of its WebSocket message (what a client counts)."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def is_follow_up(protocol: str, body: bytes) -> bool:
