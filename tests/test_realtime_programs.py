@@ -29,6 +29,17 @@ GUARD = f"exec:{sys.executable} -m callsafe.adapters.guard_sdk --protocol openai
 EXAMPLE = f"exec:{sys.executable} -m callsafe.adapters.openai_realtime_example"
 
 
+def test_the_guard_fed_realtime_payloads_holds_every_invariant() -> None:
+    """``guard:memory:openai-realtime``: the guard's Realtime reader in process, over the
+    wire traces and the wire adversities (those the Realtime wire can say)."""
+    cert = certify(
+        "guard:memory:openai-realtime",
+        Options(depth=1, walks=5, generators=("wire", "wire-adversities", "catalog"), minimize_budget=10),
+    )
+    assert cert.traces_run > 50
+    assert {inv.id: cert.invariants[inv.id].status for inv in INVARIANTS} == {inv.id: "holds" for inv in INVARIANTS}
+
+
 def test_the_guard_behind_the_sdk_realtime_client_holds_every_invariant() -> None:
     doc = report_json(certify(GUARD, WIRE))
     assert doc["target"]["run"]["mode"] == "exec, wire mode" and doc["target"]["run"]["wire"] == "http"
