@@ -144,6 +144,16 @@ def _route(path: str) -> str | None:
     return None
 
 
+def _websocket_implementation() -> str:
+    """uvicorn's WebSocket protocol for the Realtime API (:mod:`callsafe.loopback.realtime`):
+    the maintained ``websockets`` library (a core dependency); without it, no WebSocket at
+    all (``none``), so that the HTTP endpoints still serve rather than the server failing
+    to start."""
+    import importlib.util
+
+    return "websockets-sansio" if importlib.util.find_spec("websockets") is not None else "none"
+
+
 def _write_delay() -> float:
     """Seconds before each piece of a live stream is written: latency injected by tests
     (``CALLSAFE_LOOPBACK_WRITE_DELAY``, read per stream), which must change no verdict."""
@@ -330,7 +340,7 @@ class LoopbackServer:
             log_level=level,
             access_log=level != "critical",
             lifespan="off",
-            ws="websockets-sansio",  # the Realtime API's WebSocket (loopback/realtime.py), by `websockets`
+            ws=_websocket_implementation(),
             ws_max_size=max_body,
             interface="asgi3",
         )
