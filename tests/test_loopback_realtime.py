@@ -36,7 +36,9 @@ pytest.importorskip("uvicorn", reason=skips.missing("uvicorn", "pip install -e '
 openai = pytest.importorskip("openai", reason=skips.missing("openai"))
 websockets = pytest.importorskip("websockets", reason=skips.missing("websockets"))
 
-from callsafe.loopback.server import LoopbackServer  # noqa: E402 - after the skips
+from websockets.sync.client import connect as ws_connect  # noqa: E402 - after the skips
+
+from callsafe.loopback.server import LoopbackServer  # noqa: E402
 
 SAMPLE_TRACE = Trace.loads(SAMPLE.read_bytes())
 KEY = {"turn": "t1", "response": "resp_1", "item": "fc_1", "call": "call_1"}
@@ -154,7 +156,7 @@ def test_bad_client_events_get_an_error_and_the_session_goes_on() -> None:
     server = _serve(SAMPLE_TRACE)
     url = server.base_url.replace("http://", "ws://") + "/v1/realtime?model=m"
     try:
-        with websockets.sync.client.connect(url) as ws:
+        with ws_connect(url) as ws:
             assert json.loads(ws.recv())["type"] == "session.created"
             for bad in ("not json", "[1]", '{"no": "type"}'):
                 ws.send(bad)
@@ -181,7 +183,7 @@ def test_other_websockets_are_refused_in_the_handshake(path: str) -> None:
     server = chat if path == "/v1/realtime" else realtime  # realtime on a chat trace; chat path on realtime
     try:
         with pytest.raises(websockets.exceptions.InvalidStatus):
-            websockets.sync.client.connect(server.base_url.replace("http://", "ws://") + path).close()
+            ws_connect(server.base_url.replace("http://", "ws://") + path).close()
     finally:
         chat.stop()
         realtime.stop()
@@ -191,3 +193,17 @@ def test_serve_offers_realtime_and_refuses_event_ids_for_it(tmp_path: Path) -> N
     assert "openai-realtime" in servable_protocols(SAMPLE_TRACE)
     result = CliRunner().invoke(main, ["serve", str(SAMPLE), "--protocol", "openai-realtime", "--event-ids"])
     assert result.exit_code == 2 and "does not resume" in result.output
+
+
+def test_a_message_over_max_body_closes_the_session() -> None:
+    server = LoopbackServer(static=static_trace(SAMPLE_TRACE, "openai-realtime"), max_body=1024).start()
+    url = server.base_url.replace("http://", "ws://") + "/v1/realtime?model=m"
+    try:
+        with ws_connect(url) as ws:
+            assert json.loads(ws.recv())["type"] == "session.created"
+            ws.send(json.dumps({"type": "conversation.item.create", "pad": "x" * 2048}))
+            with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
+                ws.recv()
+    finally:
+        server.stop()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
