@@ -7,7 +7,9 @@ runs it in wire mode over the loopback provider: for every response of a trace, 
 asks the program to stream one completion; the program opens it as application code does
 (``client.chat.completions.create(..., stream=True)``, ``client.responses.create(...,
 stream=True)`` or ``client.messages.create(..., stream=True)``, the SDK's own HTTP client
-and SSE decoder reading the adversarially cut bytes the loopback serves) and iterates
+and SSE decoder reading the adversarially cut bytes the loopback serves; for
+``openai-realtime``, ``client.realtime.connect(...)``, a WebSocket session whose
+``response.create`` gets the stream as server events) and iterates
 ``turn.stream(sdk_stream)``; the guard runs each finished, permitted call through the
 executor callsafe owns. Application events (turns, cancels, confirmations, operator
 controls, restarts) arrive meanwhile on the program's main thread and go to the guard's
@@ -34,7 +36,9 @@ from callsafe.targets.guard import GUARD_STORES, GuardTarget
 
 __all__ = ["PROTOCOLS", "GuardSDKProgram", "main"]
 
-PROTOCOLS = ("openai-chat", "openai-responses", "anthropic-messages")
+PROTOCOLS = ("openai-chat", "openai-responses", "anthropic-messages", "openai-realtime")
+SESSION_EVENTS = frozenset({"session.created", "session.updated"})
+"""The Realtime session's own greetings: no part of the response stream callsafe serves."""
 
 
 class GuardSDKProgram(GuardTarget):
@@ -60,6 +64,9 @@ class GuardSDKProgram(GuardTarget):
         turn = self._turn
         if turn is None:
             return  # no turn in force: an application has no request to make
+        if self.protocol == "openai-realtime":
+            self._realtime(base_url, turn)
+            return
         try:
             for _call in turn.stream(self._request(base_url)):
                 pass  # executor mode: the guard ran it
@@ -69,6 +76,50 @@ class GuardSDKProgram(GuardTarget):
             print(f"guard-sdk: {type(exc).__name__}: {exc}", file=sys.stderr)
         except Exception as exc:  # the SDK's own error for a dropped connection or an error event
             print(f"guard-sdk: the stream ended with {type(exc).__name__}", file=sys.stderr)
+
+    def _realtime(self, base_url: str, turn: Any) -> None:
+        """One Realtime session: ``client.realtime.connect``, the catalog as the session's
+        tools, ``response.create``, and the server events up to ``response.done`` into the
+        guard. Each message is read as its bytes (``recv_bytes``) and parsed by the SDK
+        (``parse_event``), so the program reports how far it has read in the bytes the
+        loopback wrote (the session's own greetings are not the stream's)."""
+        import openai
+
+        report = read_reporter()
+        catalog = self.guard.tools if self.guard is not None else {}
+        tools: Any = [
+            {"type": "function", "name": name, "parameters": dict(spec.schema)} for name, spec in catalog.items()
+        ]
+        client = openai.OpenAI(base_url=base_url, api_key="loopback", max_retries=0)
+        read = 0
+
+        def events(connection: Any) -> Any:
+            nonlocal read
+            try:
+                while True:
+                    raw = connection.recv_bytes()
+                    event = connection.parse_event(raw)
+                    if event.type not in SESSION_EVENTS:
+                        read += len(raw)
+                    yield event
+                    report(read, False)  # the guard has handled it (and run what it made ready)
+                    if event.type == "response.done":
+                        return
+            finally:
+                report(read, True)
+
+        try:
+            with client.realtime.connect(model="gpt-realtime") as connection:
+                connection.session.update(session={"type": "realtime", "tools": tools})
+                connection.response.create()
+                for _call in turn.stream(events(connection), protocol="openai-realtime"):
+                    pass  # executor mode: the guard ran it
+        except ClosedGuard:
+            return
+        except GuardError as exc:
+            print(f"guard-sdk: {type(exc).__name__}: {exc}", file=sys.stderr)
+        except Exception as exc:  # the socket dropped (websockets' ConnectionClosed), or the SDK failed
+            print(f"guard-sdk: the session ended with {type(exc).__name__}", file=sys.stderr)
 
     def _request(self, base_url: str) -> Any:
         """The request an agent makes, with the catalog as its ``tools=``. Its HTTP client

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import click
 
-__all__ = ["PROTOCOLS", "SAMPLE", "servable_protocols", "serve_cmd", "static_trace"]
+__all__ = ["BINARY", "PROTOCOLS", "SAMPLE", "WEBSOCKET", "servable_protocols", "serve_cmd", "static_trace"]
 
 PROTOCOLS: Final = ("openai-chat", "openai-responses", "anthropic-messages", "gemini")
 # A trace that serves in every protocol: one call of get_weather, streamed in three
@@ -21,6 +21,9 @@ PROTOCOLS: Final = ("openai-chat", "openai-responses", "anthropic-messages", "ge
 # Bedrock's ConverseStream is served in AWS's binary event-stream framing, not SSE
 # (callsafe.providers.eventstream): boto3's bedrock-runtime client with endpoint_url reads it.
 BINARY: Final = ("bedrock-converse",)
+# The OpenAI Realtime API is a WebSocket session (callsafe.loopback.realtime): the openai SDK's
+# client.realtime.connect(model=M) with base_url=http://127.0.0.1:PORT/v1 opens ws://.../v1/realtime.
+WEBSOCKET: Final = ("openai-realtime",)
 SAMPLE: Final = Path(__file__).resolve().parent.parent / "docs" / "samples" / "serve-trace.json"
 
 
@@ -39,7 +42,7 @@ def static_trace(trace: Any, protocol: str, event_ids: bool = False) -> Any:
 def servable_protocols(trace: Any) -> list[str]:
     """The protocols that can carry ``trace``."""
     out = []
-    for protocol in PROTOCOLS:
+    for protocol in (*PROTOCOLS, *WEBSOCKET):
         try:
             static_trace(trace, protocol)
         except (ValueError, KeyError):
@@ -52,7 +55,7 @@ def servable_protocols(trace: Any) -> list[str]:
 @click.argument("trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--protocol",
-    type=click.Choice((*PROTOCOLS, *BINARY)),
+    type=click.Choice((*PROTOCOLS, *BINARY, *WEBSOCKET)),
     default="openai-chat",
     show_default=True,
     help="The protocol every request is answered in (the request's path must match).",
@@ -85,7 +88,10 @@ def serve_cmd(trace_file: Path, protocol: str, port: int, event_ids: bool, max_b
     ANTHROPIC_BASE_URL=http://127.0.0.1:PORT or GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:PORT
     (Gemini: .../v1beta/models/M:streamGenerateContent?alt=sse); Bedrock: boto3's bedrock-runtime client
     with endpoint_url=http://127.0.0.1:PORT (POST .../model/M/converse-stream, answered in AWS's binary
-    event-stream framing, frames split inside the prelude and the payload). Every request gets the trace
+    event-stream framing, frames split inside the prelude and the payload); OpenAI Realtime
+    (--protocol openai-realtime): the openai SDK's client.realtime.connect(model=M) with
+    base_url=http://127.0.0.1:PORT/v1, a WebSocket at /v1/realtime whose first response.create gets
+    the trace as server events (a response ending in error arrives as the user's barge-in). Every request gets the trace
     rendered for PROTOCOL as real SSE (adversarial chunk boundaries, keep-alives); where the trace
     disconnects the connection drops, and the next request (the reconnect) gets the
     trace's next connection (its replay, then the rest). OpenAI Responses: GET
@@ -100,6 +106,10 @@ def serve_cmd(trace_file: Path, protocol: str, port: int, event_ids: bool, max_b
 
     if event_ids and protocol in BINARY:
         raise click.BadParameter("Bedrock's event-stream frames carry no event ids", param_hint="--event-ids")
+    if event_ids and protocol in WEBSOCKET:
+        raise click.BadParameter(
+            "a Realtime WebSocket session does not resume; a reconnect is a new session", param_hint="--event-ids"
+        )
     try:
         trace = Trace.loads(trace_file.read_bytes())
     except (TraceFormatError, OSError) as exc:
@@ -122,7 +132,8 @@ def serve_cmd(trace_file: Path, protocol: str, port: int, event_ids: bool, max_b
         raise click.BadParameter(
             f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", param_hint="--port"
         ) from None
-    click.echo(f"serving {trace_file.name} as {protocol} at {server.base_url} (Ctrl-C stops)")
+    where = server.base_url.replace("http://", "ws://") + "/v1/realtime" if protocol in WEBSOCKET else server.base_url
+    click.echo(f"serving {trace_file.name} as {protocol} at {where} (Ctrl-C stops)")
     try:
         server.thread.join()
     except KeyboardInterrupt:

@@ -27,6 +27,11 @@ from callsafe.providers import registry
 
 __all__ = ["ANTHROPIC_EVENTS", "SKIP", "check_protocol", "detect_protocol", "error_event_of", "payload_of"]
 
+REALTIME_FAMILIES: Final = frozenset(
+    {"session", "response", "conversation", "input_audio_buffer", "output_audio_buffer", "rate_limits", "error"}
+)
+"""The first word of the OpenAI Realtime API's server event types (every one has an ``event_id``)."""
+
 SKIP: Final = object()
 """:func:`payload_of`'s answer for an SDK helper's derived event: nothing to read."""
 
@@ -98,12 +103,15 @@ def error_event_of(exc: BaseException, protocol: str | None) -> Mapping[str, Any
 
 def detect_protocol(payload: Mapping[str, Any]) -> str:
     """The protocol of a stream, told from its first payload: OpenAI Chat Completions chunks
-    say ``"object": "chat.completion.chunk"`` (or carry ``choices``), Responses events have
-    a ``response.*`` type, Anthropic events their own type names. Other protocols (Gemini,
-    Bedrock, Cohere) are named with ``protocol=``."""
+    say ``"object": "chat.completion.chunk"`` (or carry ``choices``), Realtime server events
+    carry an ``event_id`` beside their type (``session.created``, ``response.*``, ...),
+    Responses events have a ``response.*`` type and no ``event_id``, Anthropic events their
+    own type names. Other protocols (Gemini, Bedrock, Cohere) are named with ``protocol=``."""
     if payload.get("object") == "chat.completion.chunk" or "choices" in payload:
         return "openai-chat"
     kind = payload.get("type")
+    if isinstance(kind, str) and "event_id" in payload and kind.split(".")[0] in REALTIME_FAMILIES:
+        return "openai-realtime"
     if isinstance(kind, str) and kind.startswith("response."):
         return "openai-responses"
     if kind in ANTHROPIC_EVENTS or kind == "ping":

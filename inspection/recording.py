@@ -369,8 +369,32 @@ def _gemini(p: Mapping[str, Any]) -> bool:
     return isinstance(p.get("candidates"), list) or isinstance(p.get("promptFeedback"), dict)
 
 
+_REALTIME_PREFIXES: Final = (
+    "session.",
+    "response.",
+    "conversation.",
+    "input_audio_buffer.",
+    "output_audio_buffer.",
+    "rate_limits.",
+)
+
+
+def _realtime(p: Mapping[str, Any]) -> bool:
+    return "event_id" in p and _type_prefix("type", *_REALTIME_PREFIXES)(p)
+
+
+def _responses(p: Mapping[str, Any]) -> bool:
+    return "event_id" not in p and _type_prefix("type", "response.")(p)
+
+
 RULES: Final[tuple[Rule, ...]] = (
-    Rule("openai-responses", "type response.*", _type_prefix("type", "response.")),
+    Rule("openai-responses", "type response.*, no event_id", _responses),
+    Rule(
+        "openai-realtime",
+        "event_id beside type session.*, response.*, conversation.*, input_audio_buffer.*, output_audio_buffer.* "
+        "or rate_limits.*",
+        _realtime,
+    ),
     Rule(
         "anthropic-messages",
         "type message_start, content_block_*, message_delta, message_stop or ping",

@@ -59,6 +59,8 @@ from typing import Any, Final
 
 import uvicorn
 
+from callsafe.loopback.realtime import PATH as REALTIME_PATH
+from callsafe.loopback.realtime import serve_session
 from callsafe.model.vocabulary import Disconnect, Event, Replay, ResponseTerminal, TextFragment
 from callsafe.providers import registry
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable
@@ -94,7 +96,7 @@ MAX_BODY: Final = 1 << 20
 # the body that is not ``data:`` as JSON (``_api_client.py``, ``_load_json_from_response``),
 # so one comment line fails the whole stream, and the Gemini API sends none.
 # Bedrock's binary event stream has no comment frames at all.
-NO_KEEP_ALIVE: Final = frozenset({"gemini", "bedrock-converse"})
+NO_KEEP_ALIVE: Final = frozenset({"gemini", "bedrock-converse", "openai-realtime"})
 _RESUME: Final = re.compile(r"/responses/[^/]+/?$")  # GET: resume a Responses stream
 _END: Final = b""
 
@@ -142,6 +144,16 @@ def _route(path: str) -> str | None:
     return None
 
 
+def _websocket_implementation() -> str:
+    """uvicorn's WebSocket protocol for the Realtime API (:mod:`callsafe.loopback.realtime`):
+    the maintained ``websockets`` library (a core dependency); without it, no WebSocket at
+    all (``none``), so that the HTTP endpoints still serve rather than the server failing
+    to start."""
+    import importlib.util
+
+    return "websockets-sansio" if importlib.util.find_spec("websockets") is not None else "none"
+
+
 def _write_delay() -> float:
     """Seconds before each piece of a live stream is written: latency injected by tests
     (``CALLSAFE_LOOPBACK_WRITE_DELAY``, read per stream), which must change no verdict."""
@@ -170,9 +182,12 @@ class LiveStream:
         self.server.loop.call_soon_threadsafe(self.queue.put_nowait, item)
 
     def push(self, payload: Mapping[str, Any]) -> None:
-        if self.count % 3 == 0 and self.protocol not in NO_KEEP_ALIVE:
-            self._put(KEEP_ALIVE)
         self.count += 1
+        if registry.get(self.protocol).transport == "websocket":
+            self._put(message_bytes(payload))  # one WebSocket text message per server event
+            return
+        if (self.count - 1) % 3 == 0 and self.protocol not in NO_KEEP_ALIVE:
+            self._put(KEEP_ALIVE)
         for piece in _pieces(self.protocol, payload):
             self._put(piece)
 
@@ -186,6 +201,21 @@ class LiveStream:
     def abort(self) -> None:
         """The connection drops here."""
         self._put(_Dropped("the trace disconnects here"))
+
+    async def serve_messages(self, send_text: Callable[[str], Awaitable[None]]) -> bool:
+        """Serve the stream as WebSocket text messages (the Realtime API); true when the
+        trace drops the connection after them."""
+        self.served = True
+        delay = _write_delay()
+        while True:
+            item = await self.queue.get()
+            if delay:
+                await asyncio.sleep(delay)
+            if isinstance(item, BaseException):
+                return True
+            if item == _END:
+                return False
+            await send_text(item.decode("utf-8"))
 
     async def serve(self, send: Send) -> None:
         delay = _write_delay()
@@ -256,6 +286,15 @@ class StaticTrace:
         as_servers_send(protocol, [self.head])
         self.drops = cut_at is not None
 
+    def next_payloads(self) -> tuple[list[dict[str, Any]], bool]:
+        """The payloads of the next plain request (or Realtime WebSocket session), and
+        whether its connection drops after them."""
+        if not self.connections:
+            return self.head, self.drops
+        payloads, drops = self.connections[min(self.requests, len(self.connections) - 1)]
+        self.requests += 1
+        return payloads, drops
+
     def chunks(self, last_event_id: int | None, starting_after: int | None = None) -> tuple[list[bytes], bool]:
         """The pieces of one response, and whether it ends by dropping the connection."""
         if starting_after is not None:  # the Responses resume: by sequence number, never a drop
@@ -263,12 +302,9 @@ class StaticTrace:
             payloads = [p for p in self.full if int(p.get("sequence_number", -1)) > starting_after]
         elif last_event_id is not None:
             start, payloads, drops = last_event_id + 1, self.full[last_event_id + 1 :], False
-        elif self.connections:
-            payloads, drops = self.connections[min(self.requests, len(self.connections) - 1)]
-            start = 0
-            self.requests += 1
         else:
-            start, payloads, drops = 0, self.head, self.drops
+            start = 0
+            payloads, drops = self.next_payloads()
         out: list[bytes] = []
         for n, payload in enumerate(payloads):
             if n % 3 == 0 and self.protocol not in NO_KEEP_ALIVE:
@@ -300,7 +336,13 @@ class LoopbackServer:
         self.host, self.port = self.sock.getsockname()[:2]
         level = os.environ.get("CALLSAFE_LOOPBACK_LOG", "critical")  # "info" shows every request and error
         config = uvicorn.Config(
-            self.app, log_level=level, access_log=level != "critical", lifespan="off", ws="none", interface="asgi3"
+            self.app,
+            log_level=level,
+            access_log=level != "critical",
+            lifespan="off",
+            ws=_websocket_implementation(),
+            ws_max_size=max_body,
+            interface="asgi3",
         )
         self.server = uvicorn.Server(config)
         for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
@@ -350,6 +392,9 @@ class LoopbackServer:
     # -- the ASGI app ------------------------------------------------------------------
 
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         body = await self._body(scope, receive)
@@ -400,6 +445,22 @@ class LoopbackServer:
             return
         await _start_stream(send, protocol)
         await stream.serve(send)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket: the OpenAI Realtime API at ``.../realtime`` for a trace served as
+        ``openai-realtime`` (:mod:`callsafe.loopback.realtime`); any other is refused in the
+        handshake (403)."""
+        self.requests += 1
+        static = self.static
+        path = str(scope.get("path", "")).rstrip("/")
+        if not path.endswith(REALTIME_PATH) or (static is not None and static.protocol != "openai-realtime"):
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if static is not None:
+            await serve_session(scope, receive, send, _StaticSession(static))
+            return
+        channel = path.split("/")[2] if path.startswith("/c/") and path.count("/") > 2 else ""
+        await serve_session(scope, receive, send, _LiveSession(self, channel))
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes | None:
         """The request body, or None when it is over :attr:`max_body` bytes: refused by its
@@ -467,6 +528,51 @@ class LoopbackServer:
         if drops:
             raise _Dropped("the trace disconnects here")
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _StaticSession:
+    """``callsafe serve``: a Realtime session's first response request gets the trace's next
+    connection, every later one the short reply."""
+
+    def __init__(self, static: StaticTrace) -> None:
+        self.static = static
+
+    async def respond(self, send_text: Callable[[str], Awaitable[None]], first: bool) -> bool:
+        payloads, drops = self.static.next_payloads() if first else (reply_payloads(self.static.protocol), False)
+        for payload in payloads:
+            await send_text(message_bytes(payload).decode("utf-8"))
+        return drops
+
+
+class _LiveSession:
+    """certify: each response request of a Realtime session gets the channel's next live
+    stream, as an HTTP request does; a later request nobody scripted gets the short reply."""
+
+    def __init__(self, server: LoopbackServer, channel: str) -> None:
+        self.server = server
+        self.channel = channel
+
+    async def respond(self, send_text: Callable[[str], Awaitable[None]], first: bool) -> bool:
+        queue = self.server._queue(self.channel)
+        if not first and queue.empty():
+            for payload in reply_payloads("openai-realtime"):
+                await send_text(message_bytes(payload).decode("utf-8"))
+            return False
+        while True:
+            try:
+                stream = await asyncio.wait_for(queue.get(), timeout=30)
+            except TimeoutError:
+                return True  # no stream is ready for this request: the session ends
+            if not stream.abandoned:
+                break
+        if stream.protocol != "openai-realtime":
+            return True
+        return await stream.serve_messages(send_text)
+
+
+def message_bytes(payload: Mapping[str, Any]) -> bytes:
+    """One server event as the UTF-8 text of its WebSocket message (what a client counts)."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def is_follow_up(protocol: str, body: bytes) -> bool:

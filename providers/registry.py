@@ -21,6 +21,7 @@ MODULES: Final[dict[str, str]] = {
     "gemini": "callsafe.providers.gemini",
     "gemini-interactions": "callsafe.providers.gemini_interactions",
     "cohere-v2": "callsafe.providers.cohere",
+    "openai-realtime": "callsafe.providers.openai_realtime",
 }
 
 

@@ -352,6 +352,7 @@ def test_an_internal_error_is_one_line_exit_3(tmp_path: Path, monkeypatch: pytes
 
 SAMPLES: dict[str, dict[str, Any]] = {
     "openai-responses": {"type": "response.output_item.added", "output_index": 0, "item": {}},
+    "openai-realtime": {"type": "response.output_item.added", "event_id": "e", "response_id": "r", "item": {}},
     "anthropic-messages": {"type": "content_block_start", "index": 0, "content_block": {}},
     "cohere-v2": {"type": "tool-call-delta", "index": 0},
     "gemini-interactions": {"event_type": "step.delta", "index": 0, "delta": {}},

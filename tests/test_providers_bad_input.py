@@ -17,7 +17,7 @@ from capture_files import FOLDERS, capture_streams
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from callsafe.model.vocabulary import Event
+from callsafe.model.vocabulary import CallOpened, CallTerminal, Event, Fragment, ResponseTerminal, TextFragment
 from callsafe.providers import registry
 from callsafe.providers.base import MalformedEvent, ProviderError
 
@@ -25,8 +25,35 @@ from callsafe.providers.base import MalformedEvent, ProviderError
 @cache
 def streams(protocol: str) -> list[list[dict[str, Any]]]:
     """The captured streams of a protocol, as lists of payloads (lines that are not JSON
-    objects left out: this test makes its own bad input)."""
+    objects left out: this test makes its own bad input). A protocol with no captures
+    (the Realtime API's WebSocket is not in the vercel-ai captures) is seeded with its own
+    renderer's streams instead."""
+    if protocol not in FOLDERS:
+        return rendered_streams(protocol)
     return [payloads[:60] for payloads in capture_streams(protocol)]
+
+
+def rendered_streams(protocol: str) -> list[list[dict[str, Any]]]:
+    """Text and two interleaved calls, ended each way the protocol says, as its payloads."""
+    out = []
+    for reason in ("completed", "length", "error"):
+        events: list[Event] = [TextFragment("t1", "r1", "msg", "ok")]
+        for n in (0, 1):
+            events.append(CallOpened("t1", "r1", f"fc_{n}", f"call_{n}", tool="pay"))
+        for n in (0, 1):
+            events += [
+                Fragment("t1", "r1", f"fc_{n}", f"call_{n}", position=p, text=t) for p, t in enumerate(('{"a"', ":1}"))
+            ]
+        if reason == "completed":
+            events.append(CallTerminal("t1", "r1", "fc_0", "call_0", event_id="e0"))
+            events.append(CallTerminal("t1", "r1", "fc_1", "call_1", event_id="e1"))
+        else:
+            events += [
+                CallTerminal("t1", "r1", f"fc_{n}", f"call_{n}", event_id=f"e{n}", reason=reason) for n in (0, 1)
+            ]
+        events.append(ResponseTerminal("t1", "r1", reason))
+        out.append(registry.get(protocol).new_renderer().render(events))
+    return out
 
 
 @cache
@@ -47,7 +74,7 @@ def vocabulary() -> tuple[list[str], list[str], list[str]]:
         elif isinstance(value, str) and len(value) < 40:
             words.add(value)
 
-    for protocol in FOLDERS:
+    for protocol in registry.names():
         for stream in streams(protocol):
             walk(stream)
             top.update(k for payload in stream for k in payload)

@@ -561,6 +561,7 @@ def test_registry() -> None:
         "gemini",
         "gemini-interactions",
         "cohere-v2",
+        "openai-realtime",
     ]
     for name in registry.names():
         assert registry.get(name).name == name

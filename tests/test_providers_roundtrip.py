@@ -52,7 +52,14 @@ from callsafe.providers.streams import parse_sse
 T, R = "t1", "r1"
 
 # how each protocol names things (from the modules' documentation)
-OWN_TERMINALS = {"openai-responses", "anthropic-messages", "bedrock-converse", "cohere-v2", "gemini-interactions"}
+OWN_TERMINALS = {
+    "openai-responses",
+    "anthropic-messages",
+    "bedrock-converse",
+    "cohere-v2",
+    "gemini-interactions",
+    "openai-realtime",
+}
 POSITIONAL = {"openai-responses"}
 REASONS: dict[str, tuple[str, ...]] = {
     "openai-responses": ("completed", "length", "content_filter", "error"),
@@ -62,12 +69,13 @@ REASONS: dict[str, tuple[str, ...]] = {
     "gemini": ("completed", "length", "content_filter", "error"),
     "cohere-v2": ("completed", "length", "error"),
     "gemini-interactions": ("completed", "length", "error"),
+    "openai-realtime": ("completed", "length", "content_filter", "error"),
 }
 
 
 def names(protocol: str, has_text: bool, i: int) -> tuple[str, str, str]:
     """(text item, call item, call id) for call ``i``."""
-    if protocol == "openai-responses":
+    if protocol in ("openai-responses", "openai-realtime"):
         return "msg_t", f"fc_{i}", f"call_{i}"
     if protocol in ("openai-chat", "gemini"):
         call = f"{R}#{i}" if protocol == "gemini" else f"call_{i}"
@@ -306,7 +314,7 @@ def test_an_early_stop_is_the_response_s(protocol: str) -> None:
         registry.get(protocol).new_renderer().render(events)
 
 
-@pytest.mark.parametrize("protocol", ["openai-responses", "anthropic-messages", "cohere-v2"])
+@pytest.mark.parametrize("protocol", ["openai-responses", "anthropic-messages", "cohere-v2", "openai-realtime"])
 def test_responses_one_after_another_in_one_stream(protocol: str) -> None:
     """Recorded multi-step streams (and Responses' WebSocket mode) carry several responses."""
     events: list[Event] = []
