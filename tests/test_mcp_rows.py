@@ -26,14 +26,17 @@ def _loaded_machine_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
-def test_the_rows_run_the_agent_form_and_are_matrix_rows() -> None:
-    """Each row is ``agent:`` spelled as its exec program, a library name of the matrix, and
-    at least five across the two ecosystems."""
+def test_the_rows_run_the_agent_form_and_are_matrix_rows_on_request() -> None:
+    """Each row is ``agent:`` spelled as its exec program, a library name of the matrix when
+    it is asked for them (``callsafe matrix --mcp``), and at least five across the two
+    ecosystems."""
     assert len(MCP_ROWS) >= 5 and {r.ecosystem for r in MCP_ROWS} == {"python", "node"}
-    specs = {r.spec for r in default_rows()}
+    with_hosts = [r.spec for r in default_rows(mcp=True)]
+    without = [r.spec for r in default_rows()]
+    assert [s for s in with_hosts if s not in without] == [f"library:{r.name}" for r in MCP_ROWS]
     for row in MCP_ROWS:
         assert row.argv[:3] == ("{python}", "-m", "callsafe.adapters.mcp_agent") and "--" in row.argv
-        assert ":mcp:" in row.name and f"library:{row.name}" in specs
+        assert ":mcp:" in row.name
 
 
 @pytest.mark.parametrize("row", ROWS)
