@@ -229,3 +229,20 @@ def test_the_server_sends_no_answer_to_a_request_the_host_cancelled() -> None:
     finally:
         interfaces.stop()
     assert len(outcome) == 1 and calls == [("pay", {"amount": 1})] and interfaces.cancelled == 1
+
+
+def test_the_node_client_cancels_a_withheld_call_and_a_node_retry_runs_it_twice() -> None:
+    """The same MCP cancellation case with the official TypeScript client (its request
+    ``timeout``): the agent that gives up runs the tool once; the one that calls again, twice."""
+    import shutil
+
+    node = shutil.which("node")
+    if node is None or not (NODE_AGENT.parent.parent / "node_modules" / "@modelcontextprotocol" / "client").is_dir():
+        pytest.skip("node or adapters/node/node_modules (npm ci) is missing")
+    withhold = f"agent:--withhold-answers -- {node} {NODE_AGENT} --timeout 1000"
+    checked, executed = _check(withhold, _one_call())
+    assert [(e.key.call, e.arguments) for e in executed] == [("call_a", {"amount": 100})]
+    assert not checked.violated, checked.explain()
+    checked, executed = _check(f"{withhold} --retry", _one_call())
+    assert [e.key.call for e in executed] == ["call_a", "call_a"]
+    assert "INV-ONCE" in checked.violated, checked.explain()
