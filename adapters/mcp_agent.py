@@ -8,7 +8,8 @@ tools from an MCP server. This program speaks the target protocol to callsafe (i
 process pool, the timeouts, the loopback provider, the failure reports) and, for each model
 stream of a trace, starts COMMAND with
 
-- ``OPENAI_BASE_URL`` (``.../model/v1``) and ``ANTHROPIC_BASE_URL`` (``.../model``): the
+- ``OPENAI_BASE_URL`` (``.../model/v1``), ``ANTHROPIC_BASE_URL`` and
+  ``GOOGLE_GEMINI_BASE_URL`` (``.../model``; ``--protocol`` names which the agent reads): the
   watched path to callsafe's loopback provider (:class:`~callsafe.loopback.mcp_server.AgentInterfaces`),
 - ``CALLSAFE_MCP_URL``: callsafe's MCP server (Streamable HTTP), which lists the trace's
   catalog and records each ``tools/call`` as an execution by the agent,
@@ -27,6 +28,12 @@ it with other arguments than were streamed); else a key naming no call on the wi
 the agent form judges soundly is *what* ran (which call, how often, with which arguments,
 whether it was finished or truncated), not the agent's own call ids.
 
+MCP's answers: ``--drop-answers`` loses the first answer to each ``tools/call`` to a dropped
+connection (:meth:`AgentInterfaces._dropping`); ``--withhold-answers`` runs each call and
+answers it only if the host never gives up on it, so a host's own timeout cancels a call
+that already ran (:meth:`AgentInterfaces._withhold`). Either way the tool ran once; a host
+that sends the call again runs it twice (INV-ONCE).
+
 Controls: the agent exposes no turn, cancel or confirmation API to callsafe, so by default
 the program declares no capability and those traces are not applicable. ``--cancel-signal
 INT`` (or ``TERM``) is the optional hook for an agent that stops on a signal: a cancel, a
@@ -38,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shlex
 import signal
@@ -53,7 +61,7 @@ from callsafe.model.vocabulary import CallKey, TurnStarted
 
 __all__ = ["AgentProgram", "WireCalls"]
 
-PROTOCOLS = ("openai-chat", "anthropic-messages")
+PROTOCOLS = ("openai-chat", "anthropic-messages", "gemini")
 
 
 class WireCalls(WireIds):
@@ -66,8 +74,13 @@ class WireCalls(WireIds):
         self._open: dict[str, str] = {}  # the index's (block's) current call
 
     def _read(self, p: Mapping[str, Any]) -> None:
+        opened = len(self.order)
         super()._read(p)
-        if self.protocol == "openai-chat":
+        if self.protocol == "gemini":  # each functionCall whole, in the order WireIds noted them
+            for (_, call), part in zip(self.order[opened:], _function_calls(p), strict=False):
+                self.names[call] = str(part.get("name"))
+                self.text[call] = json.dumps(part.get("args") or {})
+        elif self.protocol == "openai-chat":
             for choice in p.get("choices") or []:
                 if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                     continue
@@ -95,11 +108,27 @@ class WireCalls(WireIds):
             self.text[current] += function["arguments"]
 
 
+def _function_calls(p: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A Gemini payload's ``functionCall`` parts (first candidate), as WireIds reads them."""
+    calls: list[Mapping[str, Any]] = []
+    for candidate in (p.get("candidates") or [])[:1]:
+        for part in ((candidate or {}).get("content") or {}).get("parts") or []:
+            call = part.get("functionCall") if isinstance(part, dict) else None
+            if isinstance(call, dict) and call.get("name"):
+                calls.append(call)
+    return calls
+
+
 class AgentProgram(FrameworkProgram):
     """One agent command behind the target protocol (see the module docstring)."""
 
     def __init__(
-        self, command: list[str], protocol: str, cancel_signal: int | None, drop_answers: bool = False
+        self,
+        command: list[str],
+        protocol: str,
+        cancel_signal: int | None,
+        drop_answers: bool = False,
+        withhold_answers: bool = False,
     ) -> None:
         self.protocol = protocol
         super().__init__()
@@ -109,6 +138,7 @@ class AgentProgram(FrameworkProgram):
         self.capabilities = frozenset({"cancellation"}) if cancel_signal is not None else frozenset()
         self.cancel_signal = cancel_signal
         self.drop_answers = drop_answers
+        self.withhold_answers = withhold_answers
         self.ran: dict[str, int] = {}  # call id -> times the agent ran it (this stream)
         self.unknown = 0
         self.lock = threading.Lock()
@@ -162,8 +192,10 @@ class AgentProgram(FrameworkProgram):
             {
                 "OPENAI_BASE_URL": f"{interfaces.model_url}/v1",
                 "ANTHROPIC_BASE_URL": interfaces.model_url,
+                "GOOGLE_GEMINI_BASE_URL": interfaces.model_url,
                 "OPENAI_API_KEY": "callsafe-loopback",
                 "ANTHROPIC_API_KEY": "callsafe-loopback",
+                "GOOGLE_API_KEY": "callsafe-loopback",
                 "CALLSAFE_MCP_URL": interfaces.mcp_url,
                 "CALLSAFE_MCP_COMMAND": shlex.join([sys.executable, "-m", "callsafe.loopback.mcp_stdio"]),
             }
@@ -208,25 +240,31 @@ def _shared(program: AgentProgram) -> AgentInterfaces:
                 on_call=lambda tool, arguments: _CURRENT[0].call(tool, arguments),
                 on_bytes=lambda data: _CURRENT[0].ids.feed(data),
                 drop_answers=program.drop_answers,
+                withhold_answers=program.withhold_answers,
             ).start()
         )
     return _INTERFACES[0]
 
 
-def parse(argv: list[str]) -> tuple[list[str], str, int | None, bool]:
+def parse(argv: list[str]) -> tuple[list[str], str, int | None, bool, bool]:
     parser = argparse.ArgumentParser(prog="python -m callsafe.adapters.mcp_agent")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="openai-chat")
     parser.add_argument("--cancel-signal", choices=("INT", "TERM"), default=None)
     parser.add_argument("--drop-answers", action="store_true", help="lose the first answer to each tools/call")
+    parser.add_argument(
+        "--withhold-answers",
+        action="store_true",
+        help="run each tools/call, and answer it only when the host cancels it (then not at all)",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
     if not command:
         parser.error("name the agent's command")
     sig = None if args.cancel_signal is None else int(getattr(signal, f"SIG{args.cancel_signal}"))
-    return command, args.protocol, sig, bool(args.drop_answers)
+    return command, args.protocol, sig, bool(args.drop_answers), bool(args.withhold_answers)
 
 
 if __name__ == "__main__":
-    _command, _protocol, _signal, _drop = parse(sys.argv[1:])
-    raise SystemExit(main(lambda: AgentProgram(_command, _protocol, _signal, _drop)))
+    _command, _protocol, _signal, _drop, _withhold = parse(sys.argv[1:])
+    raise SystemExit(main(lambda: AgentProgram(_command, _protocol, _signal, _drop, _withhold)))

@@ -142,14 +142,19 @@ GUARD_ROWS: Final = tuple(
 )
 
 
-def default_rows(ecosystem: str | None = None) -> list[RowSpec]:
+def default_rows(ecosystem: str | None = None, mcp: bool = False) -> list[RowSpec]:
     """The reference, the guard over each protocol, every library adapter of the catalog
     in catalog order, the Python agent frameworks, then the TypeScript libraries
     (:mod:`callsafe.targets.programs`); with ``ecosystem``, only that group's library rows
-    after the reference (the yardstick is in every run)."""
+    after the reference (the yardstick is in every run). With ``mcp``, the MCP hosts
+    (:mod:`callsafe.targets.mcp_rows`) too: opt-in, because each starts a process per
+    model stream and a run of them takes minutes per row."""
     from callsafe.targets.libraries import LIBRARY_TARGETS
+    from callsafe.targets.mcp_rows import MCP_ROWS
     from callsafe.targets.program_catalog import program_rows
     from callsafe.targets.programs import ECOSYSTEMS
+
+    hosts = {row.name for row in MCP_ROWS}
 
     if ecosystem is not None and ecosystem not in ECOSYSTEMS:
         raise ValueError(f"the ecosystems are {', '.join(ECOSYSTEMS)}, got {ecosystem!r}")
@@ -158,6 +163,8 @@ def default_rows(ecosystem: str | None = None) -> list[RowSpec]:
         library, protocol, surface = name.split(":", 2)
         rows.append(RowSpec(f"library:{name}", library, protocol, surface))
     for program in program_rows().values():
+        if program.name in hosts and not mcp:
+            continue
         overrides = tuple(sorted(program.options.items()))
         rows.append(
             RowSpec(

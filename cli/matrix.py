@@ -79,6 +79,12 @@ _COLUMN = {
     "TypeScript libraries), after the reference implementation. Default: both.",
 )
 @click.option(
+    "--mcp",
+    is_flag=True,
+    help="Add the MCP hosts' rows (callsafe.targets.mcp_rows: agents with their framework's MCP client, "
+    "certified as agent:COMMAND; a process per model stream, so minutes per row).",
+)
+@click.option(
     "--readme",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     default=None,
@@ -95,6 +101,7 @@ def matrix_cmd(
     walks: int,
     only: tuple[str, ...],
     ecosystem: str | None,
+    mcp: bool,
 ) -> None:
     """Certify each client library adapter (one row per surface: the moment the library
     presents a call as finished) and the reference implementation under the same
@@ -121,7 +128,7 @@ def matrix_cmd(
         options = Options(budget=budget, depth=depth, seed=seed, walks=walks, generators=MATRIX_GENERATORS)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    rows = [r for r in default_rows(ecosystem) if not only or any(text in r.spec for text in only)]
+    rows = [r for r in default_rows(ecosystem, mcp) if not only or any(text in r.spec for text in only)]
     if not rows:
         raise click.BadParameter(f"no row matches {', '.join(only)}", param_hint="--only")
     console = SafeConsole() if sys.stdout.isatty() else SafeConsole(width=140)  # a log file gets the whole table

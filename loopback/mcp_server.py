@@ -39,8 +39,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["AgentInterfaces"]
+__all__ = ["WITHHOLD_SECONDS", "AgentInterfaces"]
 
+WITHHOLD_SECONDS = 600.0  # a withheld answer's bound: past any host's own timeout for a tools/call
 _HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "accept-encoding"})
 
 
@@ -53,11 +54,14 @@ class AgentInterfaces:
         on_call: Callable[[str, dict[str, Any]], str],
         on_bytes: Callable[[bytes], None],
         drop_answers: bool = False,
+        withhold_answers: bool = False,
     ) -> None:
         self.catalog = catalog  # tool name -> JSON Schema, read at each tools/list
         self.on_call = on_call
         self.on_bytes = on_bytes
         self.drop_answers = drop_answers  # the first answer to each distinct tools/call is lost
+        self.withhold_answers = withhold_answers  # the tool runs; its answer waits for a cancellation
+        self.cancelled = 0  # tools/call requests the host cancelled (and that were never answered)
         self.dropped: set[bytes] = set()
         self.upstream = ""
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -145,7 +149,25 @@ class AgentInterfaces:
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
         text = await asyncio.to_thread(self.on_call, params.name, arguments)
+        if self.withhold_answers:
+            await self._withhold()
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    async def _withhold(self) -> None:
+        """With ``withhold_answers``: the tool has run, and its answer waits until the host
+        gives up on it: its ``notifications/cancelled`` (or, on the 2026 Streamable HTTP
+        wire, the request's stream closed) cancels this handler, and the SDK sends no
+        response for a cancelled request (MCP, "Cancellation": the receiver "SHOULD NOT
+        send a response for the cancelled request", and "MAY ignore" a cancellation that
+        arrives after processing completed: here the tool ran before the cancellation
+        came). A host that then sends the call again runs the tool a second time, and
+        INV-ONCE says so. The wait is bounded (``WITHHOLD_SECONDS``) so a host that never
+        cancels does not keep a task forever; it is answered then."""
+        try:
+            await asyncio.sleep(WITHHOLD_SECONDS)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
 
     # -- the model path ----------------------------------------------------------------
 

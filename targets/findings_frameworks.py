@@ -63,9 +63,14 @@ def _continued_after_next_opened() -> Trace:
     return b.response_end("completed").build()
 
 
-def _collision(finding: str, library: str, surface: str, script: str, summary: str, also: str = "") -> Finding:
-    invariants = {"LIVE-DISPATCH", *([also] if also else [])}
-    return Finding(finding, library, summary, script, (_shared_index(),), {surface: frozenset(invariants)})
+def _collision(
+    finding: str, library: str, surface: str, script: str, summary: str, also: str = "", mcp: str = ""
+) -> Finding:
+    """A shared-index finding; ``mcp``: the same framework's MCP row, where the witness
+    violates the same invariants (the framework assembles the stream; MCP only carries the call)."""
+    invariants = frozenset({"LIVE-DISPATCH", *([also] if also else [])})
+    surfaces = {surface: invariants, **({mcp: invariants} if mcp else {})}
+    return Finding(finding, library, summary, script, (_shared_index(),), surfaces)
 
 
 _MERGED: Final = (
@@ -82,7 +87,10 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         "its run loop executes the calls in it)",
         "openai_agents_length_stop_runs_tool.py",
         (_length_stop(),),
-        {"openai-agents:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
+        {
+            "openai-agents:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"}),
+            "openai-agents:openai-chat:mcp:MCPServerStreamableHttp": frozenset({"INV-CANCEL", "INV-TERMINAL"}),
+        },
     ),
     Finding(
         "CREWAI-LENGTH-RUNS",
@@ -102,7 +110,10 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         "input json, defaulting to empty dict'); the tool is never told the call was malformed",
         "strands_malformed_input_becomes_empty.py",
         (_glued(),),
-        {"strands-agents:openai-chat:agent": frozenset({"INV-TERMINAL"})},
+        {
+            "strands-agents:openai-chat:agent": frozenset({"INV-TERMINAL"}),
+            "strands-agents:openai-chat:mcp:MCPClient": frozenset({"INV-TERMINAL"}),
+        },
         issue="strands-agents/harness-sdk#2051",
     ),
     Finding(
@@ -113,7 +124,10 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         "the response's error_code; the function calls of the aggregated response run regardless)",
         "google_adk_max_tokens_runs_tool.py",
         (_length_stop(),),
-        {"google-adk:gemini:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
+        {
+            "google-adk:gemini:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"}),
+            "google-adk:gemini:mcp:McpToolset": frozenset({"INV-CANCEL", "INV-TERMINAL"}),
+        },
     ),
     Finding(
         "LI-LENGTH-RUNS-EMPTY",
@@ -131,6 +145,7 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         "openai-agents:openai-chat:agent",
         "openai_agents_index_collision.py",
         f"openai-agents (ChatCmplStreamHandler): {_MERGED}",
+        mcp="openai-agents:openai-chat:mcp:MCPServerStreamableHttp",
     ),
     _collision(
         "CREWAI-INDEX-COLLISION",
@@ -155,6 +170,7 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         "call's id, and the glued input, which does not parse, runs as {} (STRANDS-MALFORMED-EMPTY); the second "
         "call is lost",
         also="INV-EXACT-ARGS",
+        mcp="strands-agents:openai-chat:mcp:MCPClient",
     ),
     Finding(
         "LI-PARTIAL-ARGUMENTS-FINAL",
@@ -175,7 +191,10 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         "connection closed after the arguments): the stream handler builds the response from what it accumulated",
         "openai_agents_no_finish_reason_runs_tool.py",
         (_no_finish_reason(),),
-        {"openai-agents:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
+        {
+            "openai-agents:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"}),
+            "openai-agents:openai-chat:mcp:MCPServerStreamableHttp": frozenset({"INV-CANCEL", "INV-TERMINAL"}),
+        },
     ),
     Finding(
         "STRANDS-NO-FINISH-RUNS",
@@ -185,6 +204,9 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         "defaults to end_turn)",
         "strands_no_finish_reason_runs_tool.py",
         (_no_finish_reason(),),
-        {"strands-agents:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"})},
+        {
+            "strands-agents:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"}),
+            "strands-agents:openai-chat:mcp:MCPClient": frozenset({"INV-CANCEL", "INV-TERMINAL"}),
+        },
     ),
 )

@@ -29,6 +29,7 @@ from callsafe.certify.harness import WIRE_GENERATOR, Options
 from callsafe.cli.matrix import matrix_cmd
 from callsafe.model.invariants import INVARIANTS
 from callsafe.targets.libraries import LIBRARY_TARGETS, unavailable
+from callsafe.targets.mcp_rows import MCP_ROWS
 from callsafe.targets.program_catalog import program_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,10 +51,13 @@ def test_rows_are_the_reference_the_guard_then_every_library_surface() -> None:
     assert [r.spec for r in rows[1 : 1 + guards]] == [f"guard:memory:{p}" for p in GUARD_PROTOCOLS]
     libraries = len(LIBRARY_TARGETS)
     assert [r.spec for r in rows[1 + guards : 1 + guards + libraries]] == [f"library:{n}" for n in LIBRARY_TARGETS]
-    # then the programs: the Python agent frameworks, then the TypeScript libraries
-    programs = program_rows()
+    # then the programs: the Python agent frameworks, then the TypeScript libraries; the MCP
+    # hosts only on request (``callsafe matrix --mcp``), after them
+    hosts = {r.name for r in MCP_ROWS}
+    programs = {n: p for n, p in program_rows().items() if n not in hosts}
     assert [r.spec for r in rows[1 + guards + libraries :]] == [f"library:{n}" for n in programs]
     assert [r.ecosystem for r in rows[1 + guards + libraries :]] == [p.ecosystem for p in programs.values()]
+    assert [r.spec for r in default_rows(mcp=True)[len(rows) :]] == [f"library:{r.name}" for r in MCP_ROWS]
     assert len({r.label for r in rows}) == len(rows)  # each surface is a row of its own
 
 

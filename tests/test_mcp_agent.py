@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from loaded import EXEC_ENV, TRACE_TIMEOUT
 
 from callsafe.certify.checking import Checked, check_trace
 from callsafe.certify.targets import TargetSpecError, resolve_target
@@ -41,8 +42,16 @@ def _cut_at_length() -> Trace:
     return b.terminal("call_a", reason="length").response_end("length").build()
 
 
+@pytest.fixture(autouse=True)
+def _loaded_machine_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent process starts per model stream (two with a stdio MCP server): each gets
+    minutes on a loaded machine (:mod:`loaded`); the bounds catch a hang, not a speed."""
+    for name, value in EXEC_ENV.items():
+        monkeypatch.setenv(name, value)
+
+
 def _check(spec: str, trace: Trace) -> tuple[Checked, list[Executed]]:
-    checked = check_trace(spec, trace)
+    checked = check_trace(spec, trace, TRACE_TIMEOUT)
     assert not checked.missing, checked.note
     assert checked.run is not None and not checked.run.errors, checked.run.errors if checked.run else None
     return checked, [o for o in checked.run.observations if isinstance(o, Executed)]
@@ -79,7 +88,7 @@ def test_a_naive_agent_that_runs_a_truncated_call_is_caught() -> None:
 def test_controls_the_agent_does_not_expose_are_not_applicable() -> None:
     """No cancel hook: a trace with a cancel is not applicable (never passed)."""
     trace = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1}').cancel().build()
-    checked = check_trace(CORRECT, trace)
+    checked = check_trace(CORRECT, trace, TRACE_TIMEOUT)
     assert "cancellation" in checked.missing and checked.run is None
 
 
@@ -163,11 +172,77 @@ def test_an_unmodified_node_agent_is_certified_the_same_way() -> None:
     assert "INV-EXACT-ARGS" in checked.violated, checked.explain()
 
 
-def test_an_agent_whose_mcp_entry_is_a_command_is_certified_over_stdio(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_agent_whose_mcp_entry_is_a_command_is_certified_over_stdio() -> None:
     """``CALLSAFE_MCP_COMMAND``: the agent starts callsafe's stdio MCP server itself; the
-    call still reaches the executor spy, once, under its key. Two Python processes start per
-    stream here, so the hang detector gets room (it bounds a hang, it asserts no speed)."""
-    monkeypatch.setenv("CALLSAFE_EXEC_MESSAGE_TIMEOUT", "60")
+    call still reaches the executor spy, once, under its key."""
     checked, executed = _check(f"agent:{sys.executable} {AGENT} --stdio", _one_call())
     assert [(e.key.call, e.arguments) for e in executed] == [("call_a", {"amount": 100})]
     assert not checked.violated, checked.explain()
+
+
+def test_a_call_the_host_cancels_after_it_ran_is_not_answered_and_a_retry_runs_it_twice() -> None:
+    """``--withhold-answers``: the tool runs at once and its answer waits; the host's own
+    timeout cancels the request. MCP says the receiver may ignore a cancellation that comes
+    after it finished (the tool ran) and should not answer a cancelled request: an agent that
+    gives up runs the tool once; one that sends the call again runs it twice (INV-ONCE)."""
+    withhold = f"agent:--withhold-answers -- {sys.executable} {AGENT} --timeout 1"
+    checked, executed = _check(withhold, _one_call())
+    assert [(e.key.call, e.arguments) for e in executed] == [("call_a", {"amount": 100})]
+    assert not checked.violated, checked.explain()
+    checked, executed = _check(f"{withhold} --retry", _one_call())
+    assert [e.key.call for e in executed] == ["call_a", "call_a"]
+    assert "INV-ONCE" in checked.violated, checked.explain()
+
+
+def test_the_server_sends_no_answer_to_a_request_the_host_cancelled() -> None:
+    """The server side of MCP cancellation, in process: the host's timeout cancels a
+    ``tools/call`` whose tool already ran; the handler is cancelled (no response is sent) and
+    the tool is not run again."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from callsafe.loopback.mcp_server import AgentInterfaces
+
+    calls: list[tuple[str, dict[str, object]]] = []
+
+    def on_call(name: str, arguments: dict[str, object]) -> str:
+        calls.append((name, arguments))
+        return "ok"
+
+    interfaces = AgentInterfaces(lambda: {"pay": PAY}, on_call, lambda _: None, withhold_answers=True).start()
+    outcome: list[str] = []
+
+    async def host() -> None:
+        async with streamable_http_client(interfaces.mcp_url) as streams, ClientSession(*streams[:2]) as session:
+            await session.initialize()
+            try:
+                await session.call_tool("pay", {"amount": 1}, read_timeout_seconds=1)
+            except Exception as exc:  # the SDK's timeout error
+                outcome.append(type(exc).__name__)
+            with anyio.fail_after(120):  # a bound for a loaded machine, not a speed
+                while interfaces.cancelled == 0:
+                    await anyio.sleep(0.05)
+
+    try:
+        anyio.run(host)
+    finally:
+        interfaces.stop()
+    assert len(outcome) == 1 and calls == [("pay", {"amount": 1})] and interfaces.cancelled == 1
+
+
+def test_the_node_client_cancels_a_withheld_call_and_a_node_retry_runs_it_twice() -> None:
+    """The same MCP cancellation case with the official TypeScript client (its request
+    ``timeout``): the agent that gives up runs the tool once; the one that calls again, twice."""
+    import shutil
+
+    node = shutil.which("node")
+    if node is None or not (NODE_AGENT.parent.parent / "node_modules" / "@modelcontextprotocol" / "client").is_dir():
+        pytest.skip("node or adapters/node/node_modules (npm ci) is missing")
+    withhold = f"agent:--withhold-answers -- {node} {NODE_AGENT} --timeout 1000"
+    checked, executed = _check(withhold, _one_call())
+    assert [(e.key.call, e.arguments) for e in executed] == [("call_a", {"amount": 100})]
+    assert not checked.violated, checked.explain()
+    checked, executed = _check(f"{withhold} --retry", _one_call())
+    assert [e.key.call for e in executed] == ["call_a", "call_a"]
+    assert "INV-ONCE" in checked.violated, checked.explain()

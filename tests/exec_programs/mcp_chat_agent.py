@@ -3,7 +3,10 @@ tools are whatever the MCP server at ``CALLSAFE_MCP_URL`` lists. It streams one 
 completion with those tools, assembles the streamed tool calls, and calls each through MCP.
 Nothing in it knows callsafe.
 
-``--stdio`` takes its tools from the MCP server command in ``CALLSAFE_MCP_COMMAND``. ``--retry`` calls a tool again when its answer is lost (the tool runs twice). ``--naive`` is the agent with two bugs users ship (public reports in
+``--stdio`` takes its tools from the MCP server command in ``CALLSAFE_MCP_COMMAND``.
+``--timeout SECONDS`` gives each ``tools/call`` that long (the SDK then cancels the request:
+``notifications/cancelled``, or its stream closed on the 2026 HTTP wire). ``--retry`` calls a
+tool again when its answer is lost or timed out (the tool runs twice). ``--naive`` is the agent with two bugs users ship (public reports in
 ``shared/research/public-streaming-bugs.md``): it keys calls by their ``index`` alone (two
 parallel calls that share an index merge into one), and it runs what it assembled whatever
 the stream's ``finish_reason`` (a reply cut at ``length`` runs its truncated call)."""
@@ -23,15 +26,23 @@ from mcp.client.streamable_http import streamable_http_client
 from openai import AsyncOpenAI
 
 
+def _timeout() -> float | None:
+    argv = sys.argv[1:]
+    return float(argv[argv.index("--timeout") + 1]) if "--timeout" in argv else None
+
+
 async def call_tool(session: ClientSession, name: str, arguments: Any, retry: bool) -> None:
-    """``--retry``: a lost answer is retried by calling again (the tool then runs twice);
-    otherwise it is reported and the agent goes on."""
+    """``--retry``: a lost or timed-out answer is retried by calling again (the tool then
+    runs twice); otherwise it is reported and the agent goes on."""
     try:
-        await session.call_tool(name, arguments)
-    except Exception as exc:  # the MCP client raises its McpError for a lost answer
+        await session.call_tool(name, arguments, read_timeout_seconds=_timeout())
+    except Exception as exc:  # the MCP client raises its MCPError for a lost or timed-out answer
         print(f"{name}: no answer ({exc})", file=sys.stderr)
         if retry:
-            await session.call_tool(name, arguments)
+            try:
+                await session.call_tool(name, arguments, read_timeout_seconds=_timeout())
+            except Exception as again:
+                print(f"{name}: no answer again ({again})", file=sys.stderr)
 
 
 async def main(naive: bool) -> None:

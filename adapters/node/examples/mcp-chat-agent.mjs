@@ -3,11 +3,31 @@
 // the openai SDK). It streams one chat completion with those tools, assembles the streamed
 // tool calls by id, and, when the reply ends with finish_reason "tool_calls", calls each
 // through MCP. Nothing in it knows callsafe: `callsafe certify 'agent:node examples/mcp-chat-agent.mjs'`.
-// --naive keys calls by index and runs them whatever the finish reason.
+// --naive keys calls by index and runs them whatever the finish reason. --timeout MS gives each
+// tools/call that long (the client then cancels the request); --retry calls a tool again when
+// its answer does not come (the tool then runs twice).
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import OpenAI from "openai";
 
 const naive = process.argv.includes("--naive");
+const retry = process.argv.includes("--retry");
+const at = process.argv.indexOf("--timeout");
+const timeout = at >= 0 ? Number(process.argv[at + 1]) : undefined;
+
+async function callTool(name, args) {
+  try {
+    await mcp.callTool({ name, arguments: args }, timeout === undefined ? undefined : { timeout });
+  } catch (error) {
+    console.error(`${name}: no answer (${error.message})`);
+    if (retry) {
+      try {
+        await mcp.callTool({ name, arguments: args }, timeout === undefined ? undefined : { timeout });
+      } catch (again) {
+        console.error(`${name}: no answer again (${again.message})`);
+      }
+    }
+  }
+}
 const mcp = new Client({ name: "mcp-chat-agent", version: "1.0.0" });
 await mcp.connect(new StreamableHTTPClientTransport(new URL(process.env.CALLSAFE_MCP_URL)));
 const { tools } = await mcp.listTools();
@@ -48,7 +68,7 @@ if (naive || finish === "tool_calls") {
       if (!naive) continue; // never run arguments that do not decode
       args = { raw: call.arguments };
     }
-    await mcp.callTool({ name: call.name, arguments: args });
+    await callTool(call.name, args);
   }
 }
 await mcp.close();
