@@ -395,3 +395,14 @@ def test_the_guard_benchmark_reports_its_cost_over_the_bare_sdk_iteration(tmp_pa
     text = results.read_text()
     assert "<!-- bench:guard -->" in text and "callsafe.guard: the cost over the SDK" in text
     assert "command: `" in text
+
+
+def test_the_whole_certify_process_is_timed_by_its_own_cpu(tmp_path: Path) -> None:
+    """The throughput benchmark's whole-process figure: a fresh ``python -m callsafe certify``
+    (here the catalog alone, so that it is short), its CPU time its own; a run that does not
+    certify stops the benchmark rather than be timed."""
+    throughput = bench_module("throughput")
+    timing = throughput.whole_process(["reference:memory", "--generators", "catalog"])
+    assert timing.cpu > 0 and timing.wall > 0
+    with pytest.raises(AssertionError, match="exited"):
+        throughput.whole_process(["no-such-target"])
