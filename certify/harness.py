@@ -69,6 +69,7 @@ from callsafe.certify.minimize import counterexample_name, minimize_counterexamp
 from callsafe.certify.partitions import Partition, exhaustive_partitions, listed_partitions, walk_partitions
 from callsafe.certify.target_errors import TargetError, TraceTimeout, error_from_exception
 from callsafe.certify.targets import TargetFactory, TargetInfo, TargetSpecError, describe, resolve_target, spec_of
+from callsafe.certify.trace_cache import cached_traces
 from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT, LastResort, first_trace_allowance, trace_deadline
 from callsafe.certify.wire import ABSTRACT
 from callsafe.certify.wire_adversities import PROTOCOLS, adversity_sources, adversity_traces
@@ -593,13 +594,18 @@ _PAYMENT: Final = {"amount": 100, "memo": 'café "1" 🦄'}
 def _synthesised() -> tuple[Trace, ...]:
     """z3-synthesised traces (labelled ``synthesised: ...`` in their source): one per named
     hazard, and the fragmentations that fool weak assemblers. Deterministic; computed
-    once per process."""
-    from callsafe.generators.fragmentation import synthesised_fragmentations
-    from callsafe.generators.synthesis import synthesised_traces
+    once per process, and read from disk when this source computed them before
+    (:mod:`callsafe.certify.trace_cache`)."""
 
-    hazards = [trace for _, trace in synthesised_traces()]
-    fragmentations = [trace for _, trace in synthesised_fragmentations(_PAYMENT_SCHEMA, _PAYMENT, tool="pay")]
-    return (*hazards, *fragmentations)
+    def build() -> tuple[Trace, ...]:  # z3 is imported only here: a cached run never loads it
+        from callsafe.generators.fragmentation import synthesised_fragmentations
+        from callsafe.generators.synthesis import synthesised_traces
+
+        hazards = [trace for _, trace in synthesised_traces()]
+        fragmentations = [trace for _, trace in synthesised_fragmentations(_PAYMENT_SCHEMA, _PAYMENT, tool="pay")]
+        return (*hazards, *fragmentations)
+
+    return cached_traces("synthesis", build)  # the same traces, kept on disk between processes
 
 
 def generators_for(options: Options, info: TargetInfo) -> tuple[str, ...]:

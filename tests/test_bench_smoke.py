@@ -262,15 +262,16 @@ def test_the_exploration_benchmark_refuses_a_different_state_count(
 
 
 def test_the_exploration_benchmark_compares_with_symmetry_on_both_sides(tmp_path: Path) -> None:
-    """A symmetric shape runs TLC with SYMMETRY on the lean export and the explorer with its
-    reduction, with a fitted heap: the same (reduced) counts, fewer than without."""
+    """A symmetric shape runs TLC with SYMMETRY on the hand-written spec and the explorer with
+    its reduction, with a fitted heap: the same (reduced) counts, fewer than without."""
     exploration = bench_module("exploration")
     if exploration.tlc_available() is not None:
         pytest.skip(f"TLC unavailable: {exploration.tlc_available()}")
+    from callsafe.formal.abstract import CONTROLS
     from callsafe.formal.abstract import Config as ModelConfig
     from callsafe.formal.graph import explore
 
-    config = ModelConfig(2, 1, 1, frozenset({"cancel", "confirmation"}), 0)
+    config = ModelConfig(2, 1, 1, frozenset(CONTROLS), 0)  # the spec has every control on
     reduced = exploration.measure(exploration.Shape("sym", config, 1, symmetry=True, heap="128m"), 1, tmp_path)
     assert set(reduced) == {"callsafe", "tlc-w1"}
     assert reduced["callsafe"].states == reduced["tlc-w1"].states < explore(config, graph=False).stats().states
@@ -394,3 +395,14 @@ def test_the_guard_benchmark_reports_its_cost_over_the_bare_sdk_iteration(tmp_pa
     text = results.read_text()
     assert "<!-- bench:guard -->" in text and "callsafe.guard: the cost over the SDK" in text
     assert "command: `" in text
+
+
+def test_the_whole_certify_process_is_timed_by_its_own_cpu(tmp_path: Path) -> None:
+    """The throughput benchmark's whole-process figure: a fresh ``python -m callsafe certify``
+    (here the catalog alone, so that it is short), its CPU time its own; a run that does not
+    certify stops the benchmark rather than be timed."""
+    throughput = bench_module("throughput")
+    timing = throughput.whole_process(["reference:memory", "--generators", "catalog"])
+    assert timing.cpu > 0 and timing.wall > 0
+    with pytest.raises(AssertionError, match="exited"):
+        throughput.whole_process(["no-such-target"])
