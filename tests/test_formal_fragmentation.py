@@ -18,6 +18,7 @@ from callsafe.generators.fragmentation import (
     synthesised_fragmentations,
 )
 from callsafe.model.oracle import judge
+from callsafe.model.vocabulary import Fragment, Trace
 
 PAY = {
     "type": "object",
@@ -51,7 +52,9 @@ def test_a_repeated_delta_is_not_another_zero() -> None:
     trace = first.trace(PAY)
     assert len([e for e in trace.events if getattr(e, "position", None) == first.duplicate]) == 2
     (verdict,) = judge(trace).verdicts.values()
-    assert verdict.execute == "must" and verdict.arguments == {"amount": 100}
+    # de-duplicated it runs with the streamed amount, never the glued one; failing the call
+    # on the repeat is the spec's other reading ("reject or reassemble"), so it may run
+    assert verdict.execute == "may" and verdict.arguments == {"amount": 100}
 
 
 def test_two_calls_glued_in_arrival_order_still_parse() -> None:
@@ -105,5 +108,11 @@ def test_every_synthesised_trace_gets_the_spec_verdict(schema: dict[str, object]
         verdicts = judge(trace).by_short_name()
         for call, want in trace.verdicts.items():
             assert verdicts[call].matches_author(dict(want)), (name, call)
-            if want["execute"]:
-                assert verdicts[call].execute == "must"
+            if want["execute"]:  # a repeated position may also fail the call (reject_repeats)
+                assert verdicts[call].execute == ("may" if _repeats(trace) else "must"), (name, call)
+
+
+def _repeats(trace: Trace) -> bool:
+    """Whether a fragment's position arrives twice for one call."""
+    seen = [(e.turn, e.response, e.item, e.call, e.position) for e in trace.events if isinstance(e, Fragment)]
+    return len(seen) != len(set(seen))
