@@ -318,8 +318,9 @@ def run_matrix(
     for row in rows if rows is not None else default_rows():
         if progress is not None:
             progress(row, None)
-        result = RowResult(row, _version(row))
         reason = _unavailable(row)
+        # a library that cannot be imported has no version here, whatever metadata it left behind
+        result = RowResult(row, _version(row) if reason is None else None)
         if reason is not None:
             result.unavailable = reason
             result.cells = {

@@ -98,7 +98,8 @@ class ProgramRow:
         if self.ecosystem == "python":
             missing = [m for m in self.needs if not module_installed(m)]
             if missing:
-                return f"{', '.join(missing)} not installed ({install_hint(self.library, 'frameworks')})"
+                hint = install_hint(self.library, "frameworks")
+                return f"{self.library} is not installed: {', '.join(missing)} cannot be imported ({hint})"
             return None
         if shutil.which("node") is None:
             return "node is not on PATH"
