@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from loaded import EXEC_ENV
 
 from callsafe.certify.checking import Checked, check_trace
 from callsafe.certify.targets import TargetSpecError, resolve_target
@@ -18,6 +19,15 @@ from callsafe.model.vocabulary import Executed, ToolSpec, Trace
 
 pytest.importorskip("mcp")
 pytest.importorskip("openai")
+
+
+@pytest.fixture(autouse=True)
+def _loaded_machine_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent program gets minutes to start and answer (:mod:`loaded`): the default 10 s
+    per answer is for an idle machine, and a loaded one made these tests fail as hangs."""
+    for name, value in EXEC_ENV.items():
+        monkeypatch.setenv(name, value)
+
 
 AGENT = Path(__file__).parent / "exec_programs" / "mcp_chat_agent.py"
 CORRECT = f"agent:{sys.executable} {AGENT}"
