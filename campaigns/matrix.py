@@ -325,8 +325,9 @@ def run_matrix(
     for row in rows if rows is not None else default_rows():
         if progress is not None:
             progress(row, None)
-        result = RowResult(row, _version(row))
         reason = _unavailable(row)
+        # a library that cannot be imported has no version here, whatever metadata it left behind
+        result = RowResult(row, _version(row) if reason is None else None)
         if reason is not None:
             result.unavailable = reason
             result.cells = {
@@ -625,7 +626,7 @@ def _markdown_row(r: RowResult) -> str:
         elif cell.notes:
             label = f"[{label}](#{_cell_ref(r, inv.id)})"
         cells.append(label)
-    title = _row_title(r) + (" (not installed)" if r.unavailable else "")
+    title = _row_title(r) + (f" (not installed: {r.unavailable})" if r.unavailable else "")
     return f"| {title} | " + " | ".join(cells) + " |"
 
 
@@ -747,7 +748,9 @@ def _html_row(r: RowResult) -> str:
             text = f"<a href='#{_cell_ref(r, inv.id)}'>{text}</a>"
         tip = escape(cell.reason or f"{cell.traces_checked} traces checked, {cell.traces_violated} violating")
         tds.append(f"<td class='cell {cell.status}' title='{tip}'>{text}</td>")
-    title = escape(_row_title(r)) + (" <span class='muted'>(not installed)</span>" if r.unavailable else "")
+    title = escape(_row_title(r)) + (
+        f" <span class='muted'>(not installed: {escape(r.unavailable)})</span>" if r.unavailable else ""
+    )
     return f"<tr><td>{title}</td>{''.join(tds)}<td>{r.traces_run}</td></tr>"
 
 

@@ -129,15 +129,20 @@ def _reference(store: str) -> TargetFactory:
 
 
 def _library(name: str) -> TargetFactory:
-    from callsafe.targets.libraries import LIBRARY_TARGETS
+    from callsafe.targets.libraries import LIBRARY_TARGETS, unavailable
     from callsafe.targets.program_catalog import program_rows
 
-    if name not in LIBRARY_TARGETS:
-        programs = program_rows()
-        if name in programs:  # a library run as a program: its exec target
-            return _exec(programs[name].command())
+    programs = program_rows() if name not in LIBRARY_TARGETS else {}
+    if name not in LIBRARY_TARGETS and name not in programs:
         known = [*LIBRARY_TARGETS, *programs]
         raise TargetSpecError(f"unknown library target {name!r}; known: {', '.join(known)}")
+    # a library that is not installed is said once, with what to install, rather than as a
+    # target error on every trace
+    reason = unavailable(name)
+    if reason is not None:
+        raise TargetSpecError(f"library:{name} cannot run here: {reason}")
+    if name in programs:  # a library run as a program: its exec target
+        return _exec(programs[name].command())
     make = LIBRARY_TARGETS[name]
 
     def factory() -> Target:

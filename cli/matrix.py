@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from callsafe.cli.console import SafeConsole
@@ -138,7 +139,7 @@ def matrix_cmd(
         if result is None:
             err.print(f"[dim]certifying {row.spec} ...[/dim]", highlight=False)
         elif result.unavailable:
-            err.print(f"  {row.spec}: skipped ({result.unavailable})", highlight=False)
+            err.print(f"  {escape(row.spec)}: skipped ({escape(result.unavailable)})", highlight=False)
         else:
             cut = " (budget ran out)" if result.budget_exhausted else ""
             err.print(f"  {row.spec}: {result.traces_run} traces in {result.seconds:.1f} s{cut}", highlight=False)
@@ -155,11 +156,15 @@ def matrix_cmd(
         table.add_column(_COLUMN.get(inv, inv), justify="center")
     for r in matrix.rows:
         library, _, surface = r.row.label.partition(" · ")
-        label = f"{library} {r.version or '(not installed)'} · {surface}"
+        installed = r.version if r.version and not r.unavailable else "(not installed)"
+        label = escape(f"{library} {installed} · {surface}")
         cells = [f"[{_STYLE[c.status]}]{_SHORT[c.status]}[/{_STYLE[c.status]}]" for c in r.cells.values()]
         table.add_row(label, *cells)
     console.print(table)
     console.print("ok: holds · X: violated · -: not applicable (see matrix.md for what each cell means and why)")
+    for r in matrix.rows:
+        if r.unavailable:
+            console.print(f"not installed: {escape(r.row.spec)}: {escape(r.unavailable)}", highlight=False)
     console.print(f"{len(matrix.rows)} rows in {matrix.seconds:.1f} s")
     console.print(f"wrote {files.markdown}, {files.json}, {files.html}")
     reference = next((r for r in matrix.rows if r.row == REFERENCE_ROW), None)

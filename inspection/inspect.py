@@ -635,6 +635,7 @@ def _ledger_json(entry: Any) -> dict[str, Any]:
 
 
 def _run_library(name: str, inspection: Inspection, budget: float | None = None) -> LibraryResult:
+    from callsafe.offline import keep_offline
     from callsafe.targets._common import run_wire
     from callsafe.targets.libraries import make
 
@@ -648,6 +649,7 @@ def _run_library(name: str, inspection: Inspection, budget: float | None = None)
     items: list[Mapping[str, Any] | Event] = [p.data for p in recording.payloads]
     if recording.disconnected:
         items.append(Disconnect(DEFAULT_TURN.turn, ""))
+    keep_offline()  # the library's own downloads (litellm's price list) stay off: read once, at import
     with contextlib.suppress(Exception):  # an import that fails fails the run below, reported there
         importlib.import_module(type(target).module)  # the library's import is not its time on the stream
     try:

@@ -37,14 +37,17 @@ from callsafe.model.vocabulary import CallKey, Disconnect, Event, Executed, Limi
 __all__ = [
     "CHAT_COMPLETED_REASONS",
     "DEFAULT_TURN",
+    "EXTRA_OF",
     "Presented",
     "StreamErrorPayload",
     "TargetUnavailable",
     "WireRun",
     "WireTarget",
     "anthropic_ids",
+    "install_hint",
     "library_available",
     "library_version",
+    "module_installed",
     "openai_chat_ids",
     "openai_responses_ids",
     "run_wire",
@@ -64,11 +67,49 @@ class StreamErrorPayload(RuntimeError):
     """A Chat Completions payload carried an ``error``: the SDK's stream raises here."""
 
 
+# The extra of pyproject.toml that installs each library callsafe drives (tests/test_installed.py
+# keeps this table equal to pyproject.toml's optional dependencies): what a "not installed" row
+# tells the user to install.
+EXTRA_OF: Final[Mapping[str, str]] = {
+    "openai": "sdks",
+    "anthropic": "sdks",
+    "langchain-core": "sdks",
+    "pydantic-ai-slim": "sdks",
+    "litellm": "sdks",
+    "openai-agents": "frameworks",
+    "google-adk": "frameworks",
+    "strands-agents": "frameworks",
+    "crewai": "frameworks-openai2",
+    "llama-index-core": "frameworks-openai2",
+    "llama-index-llms-openai": "frameworks-openai2",
+}
+
+
+def install_hint(distribution: str, extra: str | None = None) -> str:
+    """How to install ``distribution``: the callsafe extra that pins it (``extra`` for one the
+    table does not name), else the package itself."""
+    extra = EXTRA_OF.get(distribution, extra)
+    return f"pip install 'callsafe[{extra}]'" if extra else f"pip install {distribution}"
+
+
+def module_installed(module: str) -> bool:
+    """Whether ``module`` (a dotted name: ``google.adk``) can be found, without importing it.
+
+    ``importlib.util.find_spec`` imports the parent packages of a dotted name and raises
+    ``ModuleNotFoundError`` when one is missing (``google.adk`` without ``google``); a parent
+    that fails to import, or a module whose ``__spec__`` is unset, raises too. Every one of
+    those means "not installed" here, never a crash of the command that asked."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
+
+
 def library_available(distribution: str, module: str) -> str | None:
     """``None`` when ``module`` can be imported from the installed ``distribution``, else the
-    reason it cannot (a message for a skip)."""
-    if importlib.util.find_spec(module) is None:
-        return f"{distribution} is not installed (pip install {distribution}); its adapter is skipped"
+    reason it cannot (a message for a skip: what is missing and the extra that installs it)."""
+    if not module_installed(module):
+        return f"{distribution} is not installed ({install_hint(distribution)})"
     return None
 
 

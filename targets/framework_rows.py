@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from callsafe.targets._common import install_hint
 from callsafe.targets.programs import ProgramRow
 
 __all__ = ["FRAMEWORK_OPTIONS", "FRAMEWORK_ROWS", "OPENAI2_KEY", "OPENAI2_VENV", "OtherVenvRow", "openai2_python"]
@@ -60,7 +61,12 @@ def _probe(python: str, needs: tuple[str, ...], library: str, dependencies: tupl
     another interpreter."""
     code = (
         "import importlib.util as u, importlib.metadata as m, json\n"
-        f"missing = [n for n in {list(needs)!r} if u.find_spec(n) is None]\n"
+        "def found(n):\n"  # a dotted name whose parent package is missing raises: not installed
+        "    try:\n"
+        "        return u.find_spec(n) is not None\n"
+        "    except (ImportError, ValueError, AttributeError):\n"
+        "        return False\n"
+        f"missing = [n for n in {list(needs)!r} if not found(n)]\n"
         "def version(d):\n"
         "    try:\n"
         "        return m.version(d)\n"
@@ -108,10 +114,14 @@ class OtherVenvRow(ProgramRow):
         return {f"{OPENAI2_KEY}:{name}": version for name, version in self._state().dependencies.items()}
 
     def unavailable(self) -> str | None:
+        python = openai2_python()
+        how = f"make venv-openai2: {install_hint(self.library, 'frameworks-openai2')} in that environment"
+        if not python.exists():
+            return f"{self.library} is not installed: {python} does not exist ({how})"
         missing = self._state().missing
         if missing is None:
             return None
-        return f"{missing} not installed in {openai2_python()} (make venv-openai2: callsafe[frameworks-openai2])"
+        return f"{missing} not installed in {python} ({how})"
 
 
 def _row(

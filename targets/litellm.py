@@ -49,6 +49,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
+from callsafe.offline import keep_offline
 from callsafe.targets._common import CHAT_COMPLETED_REASONS, WireTarget, openai_chat_ids
 
 __all__ = ["LiteLLMTarget", "available", "chunk_from_payload", "import_offline"]
@@ -64,8 +65,7 @@ def available() -> str | None:
 
 def import_offline() -> Any:
     """Import ``litellm`` without letting it reach the network (model price list)."""
-    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    keep_offline()
     import litellm
 
     litellm.suppress_debug_info = True

@@ -21,7 +21,6 @@ and :mod:`callsafe.targets.framework_rows`.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import shlex
 import shutil
@@ -33,7 +32,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
-from callsafe.targets._common import library_version
+from callsafe.targets._common import install_hint, library_version, module_installed
 
 __all__ = ["ECOSYSTEMS", "NODE_DIR", "ProgramRow", "node_version"]
 
@@ -97,9 +96,10 @@ class ProgramRow:
     def unavailable(self) -> str | None:
         """Why this row cannot run here, or ``None``: what is missing, and how to get it."""
         if self.ecosystem == "python":
-            missing = [m for m in self.needs if importlib.util.find_spec(m) is None]
+            missing = [m for m in self.needs if not module_installed(m)]
             if missing:
-                return f"{', '.join(missing)} not installed (pip install 'callsafe[frameworks]')"
+                hint = install_hint(self.library, "frameworks")
+                return f"{self.library} is not installed: {', '.join(missing)} cannot be imported ({hint})"
             return None
         if shutil.which("node") is None:
             return "node is not on PATH"

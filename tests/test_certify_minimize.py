@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from netguard import guarded_env
+
 from callsafe.certify.harness import check_trace
 from callsafe.certify.minimize import ddmin, minimize_trace, pytest_source, subtrace
 from callsafe.generators.catalog import by_name
@@ -68,7 +70,7 @@ def test_the_pytest_file_fails_on_the_target_and_passes_on_a_correct_one(tmp_pat
     path = tmp_path / "test_counterexample.py"
     path.write_text(pytest_source(trace, "INV-CANCEL", "toy_targets:ignore_cancel", "ce.json", seed=3))
     assert "callsafe replay ce.json toy_targets:ignore_cancel" in path.read_text()
-    env = {**os.environ, "PYTHONPATH": str(TESTS), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env = guarded_env({**os.environ, "PYTHONPATH": str(TESTS), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)]
     failing = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp_path)
     assert failing.returncode == 1, failing.stdout

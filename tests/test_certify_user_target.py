@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from netguard import guarded_env
 
 pytest_plugins = ("pytester",)
 
@@ -146,7 +147,7 @@ USER_TARGET = textwrap.dedent(
 
 def test_user_target_through_module_factory(tmp_path: Path) -> None:
     (tmp_path / "my_assembler.py").write_text(USER_TARGET)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = guarded_env({**os.environ, "PYTHONPATH": str(tmp_path)})
     cmd = [sys.executable, "-m", "callsafe", "certify", "my_assembler:factory", "--depth", "1", "--report", "out"]
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -115,12 +115,13 @@ def test_replaying_a_matrix_counterexample_shows_the_same_violation(tmp_path: Pa
 def test_a_missing_library_is_a_row_that_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     import callsafe.targets.libraries as libraries
 
-    monkeypatch.setattr(libraries, "unavailable", lambda name: "litellm is not installed (pip install litellm)")
+    reason = "litellm is not installed (pip install 'callsafe[sdks]')"
+    monkeypatch.setattr(libraries, "unavailable", lambda name: reason)
     matrix = run_matrix(SMALL, [RowSpec("library:litellm:openai-chat:final", "litellm", "openai-chat", "final")])
     (row,) = matrix.rows
     assert row.unavailable and row.traces_run == 0
     assert {c.status for c in row.cells.values()} == {"not_applicable"}
-    assert "(not installed)" in matrix_markdown(matrix)
+    assert f"(not installed: {reason})" in matrix_markdown(matrix)
 
 
 def test_the_command_writes_the_three_files(tmp_path: Path) -> None:

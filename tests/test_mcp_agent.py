@@ -20,6 +20,7 @@ from callsafe.model.vocabulary import Executed, ToolSpec, Trace
 pytest.importorskip("mcp")
 pytest.importorskip("openai")
 
+
 AGENT = Path(__file__).parent / "exec_programs" / "mcp_chat_agent.py"
 CORRECT = f"agent:{sys.executable} {AGENT}"
 NAIVE = f"agent:{sys.executable} {AGENT} --naive"

@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from netguard import guarded_env
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYOUT = ("model", "generators", "providers", "reference_impl", "targets", "certify")
@@ -91,7 +92,7 @@ def test_the_wheel_installs_offline_and_its_command_runs(wheel: Path, tmp_path: 
         check=True,
         capture_output=True,
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(target)}
+    env = guarded_env({k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(target)})
     where = subprocess.run(
         [sys.executable, "-c", "import callsafe.guard, callsafe.model.lifecycle as m; print(m.__file__)"],
         capture_output=True,

@@ -29,6 +29,7 @@ import pytest
 import skips
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from netguard import guarded_env
 from reliability_pipeline import (
     PROTOCOLS,
     cuts,
@@ -244,7 +245,7 @@ def _atheris(seconds: int, corpus: Path) -> subprocess.CompletedProcess[str]:
         for j, data in enumerate(seeds(protocol)):
             (corpus / f"seed-{i}-{j}").write_bytes(bytes([i, 128]) + data)
     harness = Path(__file__).with_name("atheris_pipeline.py")
-    env = {**os.environ, "PYTHONPATH": str(harness.parent)}
+    env = guarded_env({**os.environ, "PYTHONPATH": str(harness.parent)})
     return subprocess.run(
         [
             sys.executable,

@@ -865,7 +865,7 @@ def test_missing_library_gives_a_reason_and_refuses_to_start(monkeypatch: pytest
     from callsafe.targets import litellm as litellm_target
 
     reason = litellm_target.available()
-    assert reason is not None and "litellm" in reason and "skipped" in reason
+    assert reason is not None and "litellm" in reason and "callsafe[sdks]" in reason
     with pytest.raises(_common.TargetUnavailable):
         run_wire(litellm_target.LiteLLMTarget(), [], {})
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from netguard import guarded_env
 
 from callsafe.cli.console import SafeConsole
 from callsafe.model.builder import TraceBuilder
@@ -34,7 +35,7 @@ FORBIDDEN = ("\x1b", "\x07", "\x9b")
 
 
 def callsafe(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(TESTS), "COLUMNS": "200"}
+    env = guarded_env({**os.environ, "PYTHONPATH": str(TESTS), "COLUMNS": "200"})
     env.pop("FORCE_COLOR", None)
     return subprocess.run(
         [sys.executable, "-m", "callsafe", *map(str, args)],

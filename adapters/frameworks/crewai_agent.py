@@ -22,7 +22,6 @@ not applicable to the row.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
@@ -30,12 +29,7 @@ from callsafe.adapters.frameworks._program import FrameworkProgram, main
 from callsafe.contract.target import TargetEnv
 from callsafe.model.vocabulary import TurnStarted
 
-for _name, _value in (
-    ("CREWAI_DISABLE_TELEMETRY", "true"),
-    ("OTEL_SDK_DISABLED", "true"),
-    ("CREWAI_TRACING_ENABLED", "false"),
-):
-    os.environ.setdefault(_name, _value)
+# crewai's telemetry and trace upload are off: callsafe.offline, set by this package's __init__.
 
 
 class CrewAIProgram(FrameworkProgram):
