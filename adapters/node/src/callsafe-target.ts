@@ -63,6 +63,7 @@ export interface StartMessage {
   type: "start";
   id: number;
   tools: Tools;
+  /** The byte caps: `{call_bytes, turn_bytes}` (per call, and per turn). */
   limits: JsonObject;
   store_dir?: string | null;
   trace?: string;
@@ -203,6 +204,7 @@ export interface Env {
   /** The tool catalog of the trace (name -> {schema, confirm?, business?, actors?}), replaced
    * by the one an event with `tools` (a catalog change) carries before that event is received. */
   readonly tools: Tools;
+  /** The byte caps of the trace: `{call_bytes, turn_bytes}`. */
   limits: JsonObject;
   /** The step of the event or payload being delivered (-1 before the first). */
   step(): number;
