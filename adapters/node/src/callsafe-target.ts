@@ -287,10 +287,13 @@ function need<K extends keyof Target>(target: Target | null, method: K): NonNull
   return fn.bind(target) as NonNullable<Target[K]>;
 }
 
-/** One message's handling (or one stream reader): what a crash inside the validator ends. */
+/** One message's handling, or one stream reader: what a crash inside the validator ends. */
 interface Frame {
   /** The process life it belongs to: a restart while a validation is pending ends a life. */
   life: number;
+  /** A stream reader (wire mode over HTTP) runs beside the handlers and outlives a crash,
+   * as the Python helper's stream threads do: callsafe ends its stream, not the helper. */
+  reader: boolean;
 }
 
 export function serve({
@@ -319,10 +322,10 @@ export function serve({
   let life = 0;
   let closing = false;
 
-  /** Whether the code now running belongs to a life a crash ended (it must send nothing). */
+  /** Whether the code now running is a handler of a life a crash ended (it must send nothing). */
   const dead = (): boolean => {
     const frame = frames.getStore();
-    return frame !== undefined && frame.life !== life;
+    return frame !== undefined && !frame.reader && frame.life !== life;
   };
 
   const env: Env = {
@@ -413,7 +416,7 @@ export function serve({
           break;
         case "stream": {
           const reader = need(target, "stream");
-          const reading = frames.run({ life }, async (): Promise<void> => {
+          const reading = frames.run({ life, reader: true }, async (): Promise<void> => {
             let streamError: string | null = null;
             try {
               await reader(message.base_url);
@@ -448,7 +451,7 @@ export function serve({
     running += 1;
     const mine = life;
     void frames
-      .run({ life: mine }, () => handle(message))
+      .run({ life: mine, reader: false }, () => handle(message))
       .finally(() => {
         if (mine !== life) return; // a crash ended it (and reset the count)
         running -= 1;
