@@ -816,9 +816,11 @@ def replay_cmd(
 def _differences_from_reference(target: str, trace: Any, checked: Any, timeout: float) -> list[str] | None:
     """Where ``target``'s run differs from the reference implementation's on ``trace``: per
     invariant (violated on one, not on the other) and per call (executed, how often, with
-    which arguments). None when ``target`` is the reference, or the trace is not
-    applicable to one of them."""
-    if target.startswith("reference") or checked.missing or checked.run is None:
+    which arguments). None when ``target`` is the reference, the trace is not applicable
+    to one of them, or ``target`` broke the run (a hang or a crash cut it short: what it
+    did before the break is no run to compare, so "same verdicts" would be a claim the run
+    cannot back)."""
+    if target.startswith("reference") or checked.missing or checked.run is None or checked.judgement.broken:
         return None
     from callsafe.certify.checking import run_checked
     from callsafe.certify.targets import describe, resolve_target

@@ -13,9 +13,12 @@ what reached the executor is observed at the boundary, as for an in-process targ
 ``docs/target-protocol.md`` describes the exchange; :data:`SCHEMA` (also
 ``docs/target-protocol.schema.json``, which a test keeps equal) is its JSON Schema.
 
-Every message callsafe sends carries an ``id``; the program answers each with ``done`` and
-that ``id`` once it has handled it (``error`` in ``done`` says the program's code raised),
-after any ``execute``, ``validate`` and observation messages it sent while handling it.
+Every message callsafe sends carries an ``id``. The program answers ``init`` with
+``init_ok``, ``shutdown`` by exiting, and a ``validation`` (itself the answer to its
+``validate``) not at all; every other message with ``done`` and that ``id`` once it has
+handled it (``error`` in ``done`` says the program's code raised), after any ``execute``,
+``validate`` and observation messages it sent while handling it; a ``stream`` when its
+handler returns (``docs/target-protocol.md`` has the table).
 
 Over HTTP callsafe cannot see when the program's SDK has handled a payload it wrote. A
 program that says ``"acks": true`` in ``init_ok`` tells it: ``read`` {events: N} once it has
@@ -29,7 +32,9 @@ SDK's events: callsafe then holds every later step, a control event included, un
 program has read past the bytes written before it (``docs/target-protocol.md``, "Order").
 Validation nests: while the program waits for a ``validation`` answer, callsafe may send it
 the events that arrive "during validation" (each answered with its own ``done``) or a
-``restart`` (the process crashed inside the validator: the program unwinds and restarts).
+``restart`` (the process crashed inside the validator: no ``validation`` comes; the program
+drops every handler that waits for one, never answering their messages, restarts, and
+answers the ``restart``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ __all__ = [
     "OBSERVATION_KINDS",
     "PROTOCOL_NAME",
     "SCHEMA",
+    "TOOL_FIELDS",
     "VERSION",
     "ProtocolError",
     "decode",
@@ -94,14 +100,45 @@ def _message(kind: str, required: dict[str, Any], optional: dict[str, Any] | Non
     }
 
 
+# The tool catalog in ``start`` and in an ``event`` after a catalog change: tool name -> its
+# declaration as ``ToolSpec.to_json`` writes it (``confirm`` only when true, ``business`` only
+# when the tool has rules, ``actors`` only when not every actor may use it).
+TOOL_FIELDS: Final = ("schema", "confirm", "business", "actors")
+_TOOL: Final = {
+    "type": "object",
+    "properties": {
+        "schema": {"type": "object", "description": "the JSON Schema of the call's arguments"},
+        "confirm": {"type": "boolean", "description": "a call needs the user's confirmation before it runs"},
+        "business": {
+            "type": "object",
+            "description": "callsafe's business rules, enforced by its validator ('validate')",
+            "properties": {
+                "max": {"type": "object", "additionalProperties": {"type": "number"}},
+                "forbid": {"type": "object", "additionalProperties": {"type": "array"}},
+            },
+        },
+        "actors": {"type": "array", "items": _STR, "description": "who may use the tool (absent: every actor)"},
+    },
+    "required": ["schema"],
+    "additionalProperties": False,
+}
+_TOOLS: Final = {"type": "object", "additionalProperties": {"$ref": "#/$defs/tool"}}
+# The byte caps (``Limits.to_json``): per call, and per turn.
+_LIMITS: Final = {
+    "type": "object",
+    "properties": {"call_bytes": {"type": "integer", "minimum": 0}, "turn_bytes": {"type": "integer", "minimum": 0}},
+    "required": ["call_bytes", "turn_bytes"],
+    "additionalProperties": False,
+}
+
 _HARNESS_MESSAGES: Final = {
     "init": _message("init", {"id": _ID, "protocol": {"const": PROTOCOL_NAME}, "version": {"const": VERSION}}),
     "start": _message(
         "start",
-        {"id": _ID, "tools": _OBJ, "limits": _OBJ},
+        {"id": _ID, "tools": _TOOLS, "limits": _LIMITS},
         {"store_dir": {"type": ["string", "null"]}, "trace": _STR},
     ),
-    "event": _message("event", {"id": _ID, "step": {"type": "integer"}, "event": _OBJ}, {"tools": _OBJ}),
+    "event": _message("event", {"id": _ID, "step": {"type": "integer"}, "event": _OBJ}, {"tools": _TOOLS}),
     "wire": _message("wire", {"id": _ID, "step": {"type": "integer"}, "payload": _OBJ}),
     "end_stream": _message("end_stream", {"id": _ID}),
     "stream": _message("stream", {"id": _ID, "protocol": _STR, "base_url": _STR}),
@@ -189,6 +226,7 @@ SCHEMA: Final[dict[str, Any]] = {
         "target": {"oneOf": [{"$ref": f"#/$defs/{k}"} for k in _TARGET_MESSAGES]},
         **{k: v for k, v in _HARNESS_MESSAGES.items()},
         **{k: v for k, v in _TARGET_MESSAGES.items() if k not in _HARNESS_MESSAGES},
+        "tool": _TOOL,
     },
     "oneOf": [{"$ref": "#/$defs/harness"}, {"$ref": "#/$defs/target"}],
 }

@@ -194,3 +194,23 @@ def test_a_paused_trace_clock_lets_a_program_start_and_runs_on_after() -> None:
         while True:  # then a hang: the timer, re-armed, stops it
             time.sleep(0.01)
     assert reached == ["after the start"]
+
+
+def test_replay_never_claims_the_reference_verdicts_when_the_target_broke_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that hangs on the first fragment: no verdict, and no "same verdicts as the
+    reference" either (the run it cut short has no executions, as the reference has none on
+    this trace, which is what made replay say so above "the target broke the run")."""
+    monkeypatch.setenv("CALLSAFE_TEST_MARK", str(tmp_path / "hang.mark"))
+    monkeypatch.setenv("CALLSAFE_EXEC_MESSAGE_TIMEOUT", "1")
+    trace = tmp_path / "t.json"
+    assert invoke("scenarios", "export", "cancel-during-validation", "--out", str(trace))[0] == 0
+    spec = f"exec:{sys.executable} {PROGRAMS / 'misbehave.py'} hang"
+    code, out = invoke("replay", str(trace), spec)
+    assert code == 3, out
+    assert "no verdict: the target broke the run" in out and "no answer to 'fragment'" in out
+    assert "reference implementation" not in out
+    monkeypatch.setenv("CALLSAFE_TEST_MARK", str(tmp_path / "hang-again.mark"))  # it hangs once per mark
+    code, out = invoke("replay", str(trace), spec, "--json")
+    assert code == 3 and json.loads(out)["differs_from_reference"] is None

@@ -5,7 +5,10 @@ choice on a trace and passing there while the reference makes the other."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -26,6 +29,38 @@ from callsafe.targets.domain_mutants import DeclaredWords
 from callsafe.targets.exec_target import ProtocolError, _handshake
 
 PAY = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "number"}}}
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "adapters.md"
+
+
+def _guide_table(text: str, heading: str) -> list[list[str]]:
+    """The rows (cells) of the first table after ``heading`` in the guide."""
+    rows: list[list[str]] = []
+    for line in text.split(heading, 1)[1].splitlines():
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+        elif rows:
+            break
+    return rows[2:]
+
+
+def test_the_guides_word_tables_are_the_vocabularys() -> None:
+    """docs/adapters.md, "Record words": every meaning of each section with exactly the
+    words callsafe reads for it (``""`` is the empty text), and every ledger row field."""
+    text = GUIDE.read_text(encoding="utf-8")
+    sections = {
+        "decision": ("A row's `decision` (section `decision`) means one of:", DEFAULT_WORDS.decision),
+        "result": ("A row's `parse` and `validation` (section `result`) mean one of:", DEFAULT_WORDS.result),
+        "status": ("A `StatusShown`'s `status` (section `status`) means one of:", DEFAULT_WORDS.status),
+    }
+    for section, (heading, table) in sections.items():
+        documented: dict[str, str] = {}
+        for row in _guide_table(text, heading):
+            (meaning,) = re.findall(r"`([^`]*)`", row[0])
+            for word in re.findall(r"`([^`]*)`", row[-1]):
+                documented[normalize("" if word == '""' else word)] = meaning
+        assert documented == {word: m.value for word, m in table.items()}, section
+    fields = [row[0] for row in _guide_table(text, "A `LedgerRow` has these fields:")]
+    assert fields == [f"`{f.name}`" for f in dataclasses.fields(LedgerRow) if f.name != "step"]
 
 
 def test_the_spec_words_and_callsafes_mean_the_same() -> None:

@@ -11,6 +11,7 @@
 //
 // The message types below follow docs/target-protocol.schema.json (generated from
 // callsafe/contract/exec_protocol.py) one for one: a change there is a change here.
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createInterface } from "node:readline";
 
 export const PROTOCOL = "callsafe-target";
@@ -24,6 +25,22 @@ export type JsonObject = { [key: string]: Json };
 export type Reads = "abstract" | string;
 /** How wire payloads arrive: as `wire` messages on stdin, or as an HTTP stream the SDK reads. */
 export type WireMode = "stdio" | "http";
+
+/** One tool of the trace's catalog, as `start` and a catalog change (`event` with `tools`)
+ * deliver it (callsafe's ToolSpec.to_json; docs/target-protocol.md, "The tool catalog"). */
+export interface ToolSpec {
+  /** The JSON Schema of the call's arguments. */
+  schema: JsonObject;
+  /** Present (true) when a call of this tool needs the user's confirmation before it runs. */
+  confirm?: boolean;
+  /** callsafe's business rules (`{"max": {field: bound}, "forbid": {field: [values]}}`),
+   * enforced by callsafe's validator (`validate`); present when the tool has any. */
+  business?: JsonObject;
+  /** Who may use the tool (actor names); absent: every actor. */
+  actors?: string[];
+}
+/** The catalog: tool name -> its declaration. */
+export type Tools = { [name: string]: ToolSpec };
 
 /** The identity of one tool call (the executor's idempotency key). */
 export interface CallKey {
@@ -45,7 +62,8 @@ export interface InitMessage {
 export interface StartMessage {
   type: "start";
   id: number;
-  tools: JsonObject;
+  tools: Tools;
+  /** The byte caps: `{call_bytes, turn_bytes}` (per call, and per turn). */
   limits: JsonObject;
   store_dir?: string | null;
   trace?: string;
@@ -56,7 +74,8 @@ export interface EventMessage {
   step: number;
   /** One event in callsafe's trace vocabulary: a one-key object `{kind: {fields}}`. */
   event: JsonObject;
-  tools?: JsonObject;
+  /** The whole catalog as it stands after a catalog change (`tool_changed`). */
+  tools?: Tools;
 }
 export interface WireMessage {
   type: "wire";
@@ -182,8 +201,10 @@ export interface Env {
   /** With `acks` (wire mode over HTTP): the SDK has handled the first `events` events of the
    * current stream, and everything the program did for them has been sent. */
   read(events: number): void;
-  /** The tool catalog of the trace (name -> JSON Schema), updated on a catalog change. */
-  readonly tools: JsonObject;
+  /** The tool catalog of the trace (name -> {schema, confirm?, business?, actors?}), replaced
+   * by the one an event with `tools` (a catalog change) carries before that event is received. */
+  readonly tools: Tools;
+  /** The byte caps of the trace: `{call_bytes, turn_bytes}`. */
   limits: JsonObject;
   /** The step of the event or payload being delivered (-1 before the first). */
   step(): number;
@@ -266,6 +287,15 @@ function need<K extends keyof Target>(target: Target | null, method: K): NonNull
   return fn.bind(target) as NonNullable<Target[K]>;
 }
 
+/** One message's handling, or one stream reader: what a crash inside the validator ends. */
+interface Frame {
+  /** The process life it belongs to: a restart while a validation is pending ends a life. */
+  life: number;
+  /** A stream reader (wire mode over HTTP) runs beside the handlers and outlives a crash,
+   * as the Python helper's stream threads do: callsafe ends its stream, not the helper. */
+  reader: boolean;
+}
+
 export function serve({
   name,
   reads = "abstract",
@@ -278,29 +308,45 @@ export function serve({
 }: ServeOptions): void {
   let target: Target | null = null;
   let step = -1;
-  let tools: JsonObject = {};
+  let tools: Tools = {};
   let nextValidation = 0;
   const pendingValidations = new Map<number, (reason: string | null) => void>();
   const streams = new Set<Promise<void>>();
-  let chain: Promise<void> = Promise.resolve();
+  // Scheduling (docs/target-protocol.md, "Nesting"): callsafe sends a message only once the
+  // one before is answered, except while the program waits for a `validation`: then the events
+  // "during validation" (or a restart) arrive, nested in that wait. So a message is handled at
+  // once when no handler runs or a validation is pending, and otherwise waits its turn.
+  const frames = new AsyncLocalStorage<Frame>();
+  const waiting: Array<Exclude<HarnessMessage, ValidationMessage>> = [];
+  let running = 0; // handlers begun and not finished, in the current life
+  let life = 0;
+  let closing = false;
+
+  /** Whether the code now running is a handler of a life a crash ended (it must send nothing). */
+  const dead = (): boolean => {
+    const frame = frames.getStore();
+    return frame !== undefined && !frame.reader && frame.life !== life;
+  };
 
   const env: Env = {
     execute(key, actor, tool, args, traceparent = null) {
-      send({ type: "execute", key, actor, tool, arguments: args, traceparent });
+      if (!dead()) send({ type: "execute", key, actor, tool, arguments: args, traceparent });
     },
     validate(key, tool, args) {
+      if (dead()) return new Promise<string | null>(() => undefined); // a dead life never resumes
       const id = nextValidation++;
+      const answer = new Promise<string | null>((resolve) => pendingValidations.set(id, resolve));
       send({ type: "validate", id, key, tool, arguments: args });
-      return new Promise((resolve) => pendingValidations.set(id, resolve));
+      return answer;
     },
     observe(observation) {
-      send({ type: "observe", observation });
+      if (!dead()) send({ type: "observe", observation });
     },
     log(text) {
-      send({ type: "log", text });
+      if (!dead()) send({ type: "log", text });
     },
     read(events) {
-      if (acks) send({ type: "read", events });
+      if (acks && !dead()) send({ type: "read", events });
     },
     get tools() {
       return tools;
@@ -314,6 +360,15 @@ export function serve({
     await Promise.allSettled([...streams]);
     if (target?.close) await target.close();
     target = null;
+  }
+
+  /** A restart while a validation is pending: the process died inside the validator. Every
+   * handler waiting there is dropped as a crash drops it (it never resumes, sends nothing,
+   * and is never answered with `done`); the restart is then handled in a new life. */
+  function crash(): void {
+    pendingValidations.clear();
+    life += 1;
+    running = 0;
   }
 
   async function handle(message: Exclude<HarnessMessage, ValidationMessage>): Promise<void> {
@@ -361,7 +416,7 @@ export function serve({
           break;
         case "stream": {
           const reader = need(target, "stream");
-          const running = (async (): Promise<void> => {
+          const reading = frames.run({ life, reader: true }, async (): Promise<void> => {
             let streamError: string | null = null;
             try {
               await reader(message.base_url);
@@ -370,9 +425,9 @@ export function serve({
               console.error(err);
             }
             send({ type: "done", id, error: streamError });
-          })();
-          streams.add(running);
-          void running.finally(() => streams.delete(running));
+          });
+          streams.add(reading);
+          void reading.finally(() => streams.delete(reading));
           return;
         }
         case "restart":
@@ -388,7 +443,31 @@ export function serve({
       error = errorText(err);
       console.error(err);
     }
-    send({ type: "done", id, error });
+    if (!dead()) send({ type: "done", id, error });
+  }
+
+  function dispatch(message: Exclude<HarnessMessage, ValidationMessage>): void {
+    if (message.type === "restart" && pendingValidations.size > 0) crash();
+    running += 1;
+    const mine = life;
+    void frames
+      .run({ life: mine, reader: false }, () => handle(message))
+      .finally(() => {
+        if (mine !== life) return; // a crash ended it (and reset the count)
+        running -= 1;
+        pump();
+      });
+  }
+
+  /** Start what may start now: the waiting messages, in order, once no handler runs. */
+  function pump(): void {
+    while (waiting.length > 0 && running === 0) {
+      dispatch(waiting.shift() as Exclude<HarnessMessage, ValidationMessage>);
+    }
+    if (closing && waiting.length === 0 && running === 0) {
+      closing = false;
+      void reset().finally(() => process.exit(0));
+    }
   }
 
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
@@ -413,9 +492,14 @@ export function serve({
       if (resolve) resolve(message.reason);
       return;
     }
-    chain = chain.then(() => handle(message));
+    if (pendingValidations.size > 0 || (running === 0 && waiting.length === 0)) {
+      dispatch(message); // nested in a pending validation, or nothing else to wait for
+    } else {
+      waiting.push(message);
+    }
   });
   lines.on("close", () => {
-    void chain.then(reset).finally(() => process.exit(0));
+    closing = true;
+    pump();
   });
 }
