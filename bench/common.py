@@ -37,8 +37,10 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 __all__ = [
+    "COUNT_SCHEMA",
     "Config",
     "Prepare",
     "Section",
@@ -48,6 +50,7 @@ __all__ = [
     "best_of_prepared",
     "busy_note",
     "children_cpu_ns",
+    "guard_turn",
     "machine_info",
     "markdown_table",
     "update_results",
@@ -290,3 +293,34 @@ def update_results(path: Path, header: str, sections: Sequence[Section]) -> None
         else:
             body = body.rstrip() + "\n\n" + block + "\n"
     path.write_text(header.rstrip() + "\n\n" + _HEADER_END + "\n" + body.lstrip("\n").rstrip() + "\n", encoding="utf-8")
+
+
+# The one tool of the guard benchmarks (bench.memory, bench.replicas): a call's arguments
+# are ``{"n": <its index in the turn>}``.
+COUNT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def guard_turn(guard: Any, turn_id: str, calls: int, *, conversation: str) -> int:
+    """One turn of ``calls`` complete calls of the ``count`` tool (:data:`COUNT_SCHEMA`) in
+    one response, through a :class:`callsafe.guard.Guard`: the loop the guard benchmarks
+    share. Each call is opened, sent in two fragments and ended with a terminal event id
+    unique to the turn and call; then the response ends. How many calls were handed over
+    (run, in executor mode).
+
+    Events are delivered as the abstract events (``Guard.deliver``), not as provider
+    payloads: the parsers keep nothing per stream once it ends, and the guard and its store
+    are what is measured."""
+    from callsafe.model.vocabulary import CallOpened, CallTerminal, Fragment, ResponseTerminal
+
+    response = f"{turn_id}-r"
+    guard.turn(turn_id, "alice", "acme", conversation=conversation)
+    ran = 0
+    for c in range(calls):
+        text = f'{{"n": {c}}}'
+        call, item = f"call_{c}", str(c)
+        guard.deliver(CallOpened(turn_id, response, item, call, "count"))
+        guard.deliver(Fragment(turn_id, response, item, call, 0, text[:3]))
+        guard.deliver(Fragment(turn_id, response, item, call, 1, text[3:]))
+        ran += len(guard.deliver(CallTerminal(turn_id, response, item, call, f"{turn_id}-{call}", "completed")))
+    guard.deliver(ResponseTerminal(turn_id, response, "completed"))
+    return ran

@@ -19,7 +19,6 @@ disk), so its replicas share one file's write lock; PostgreSQL needs ``CALLSAFE_
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import tempfile
@@ -28,8 +27,7 @@ import uuid
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from bench.common import Config, Section, markdown_table
-from callsafe.model.vocabulary import CallOpened, CallTerminal, Fragment, ResponseTerminal
+from bench.common import COUNT_SCHEMA, Config, Section, guard_turn, markdown_table
 
 __all__ = ["NAME", "TITLE", "run"]
 
@@ -40,7 +38,6 @@ CALLS, QUICK_CALLS = 800, 80
 CALLS_PER_TURN = 4
 REPLICAS = (1, 2, 4)
 LEASE = 1.5  # seconds: a heartbeat every 0.5 s
-SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 
 def _replica(conn: Connection, store: str, namespace: str, index: int, turns: int) -> None:
@@ -53,21 +50,14 @@ def _replica(conn: Connection, store: str, namespace: str, index: int, turns: in
         ran.append(str(call.key))
         return "ok"
 
-    guard = Guard({"count": SCHEMA}, executor=execute, store=store, namespace=namespace or None, lease_seconds=LEASE)
+    guard = Guard(
+        {"count": COUNT_SCHEMA}, executor=execute, store=store, namespace=namespace or None, lease_seconds=LEASE
+    )
     conn.send("ready")
     conn.recv()
     for j in range(turns):
         turn_id = f"w{index}-t{j}"
-        response = f"{turn_id}-r"
-        guard.turn(turn_id, "alice", "acme", conversation=turn_id)
-        for c in range(CALLS_PER_TURN):
-            text = json.dumps({"n": c})
-            call = f"call_{c}"
-            guard.deliver(CallOpened(turn_id, response, str(c), call, "count"))
-            guard.deliver(Fragment(turn_id, response, str(c), call, 0, text[:3]))
-            guard.deliver(Fragment(turn_id, response, str(c), call, 1, text[3:]))
-            guard.deliver(CallTerminal(turn_id, response, str(c), call, f"{turn_id}-{call}", "completed"))
-        guard.deliver(ResponseTerminal(turn_id, response, "completed"))
+        guard_turn(guard, turn_id, CALLS_PER_TURN, conversation=turn_id)
     conn.send(ran)
     guard.close()
 

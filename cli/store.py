@@ -88,32 +88,52 @@ def _duration(text: str) -> float:
 @_witness
 @click.option("--older-than", "older", required=True, help="Delete ledger and audit rows older than this (30d, 12h).")
 @click.option(
+    "--window",
+    default=None,
+    help="Also delete the turns over for longer than this replay window (7d, 12h), with their calls and "
+    "outcomes, and the terminal event ids recorded before it. Never shorter than replays can arrive.",
+)
+@click.option(
     "--keep",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=0),
     default=10_000,
     show_default=True,
-    help="Always keep the newest N rows of each.",
+    help="Always keep the newest N rows of each (and the newest N over turns).",
 )
-def prune_cmd(path: Path, witness: Path | None, older: str, keep: int) -> None:
-    """Delete old ledger and audit rows of the store at PATH (retention). Never deletes
-    what a restart or replay protection needs: calls, outcomes, terminal event ids, turns,
-    quarantines, disabled tools, leases; the newest ledger row always stays."""
+def prune_cmd(path: Path, witness: Path | None, older: str, window: str | None, keep: int) -> None:
+    """Delete old ledger and audit rows of the store at PATH (retention); with --window,
+    also the finished turns and terminal event ids past the replay window. Never deletes
+    what a restart needs (open calls, calls claimed without an outcome, live turns,
+    quarantines, disabled tools, leases) nor anything younger than the window; the newest
+    ledger row always stays."""
     import time
 
     from callsafe.reference_impl.errors import StoreError
+    from callsafe.reference_impl.retention import Retention
     from callsafe.reference_impl.sqlite_store import SqliteStore
 
-    before = time.time() - _duration(older)
+    now = time.time()
+    records = _duration(older)
+    span = _duration(window) if window is not None else None
     try:
         store = SqliteStore(path, witness=witness if witness is not None else True)
     except StoreError as exc:
         echo(f"refused ({exc.fault}): {exc}", err=True)
         sys.exit(1)
     try:
-        gone = store.prune(before, keep)
+        if span is None:
+            gone = store.prune(now - records, keep)
+        else:  # one pass, as many batches as it takes
+            policy = Retention(window=span, keep=keep, records=records, batch=5_000, max_batches=sys.maxsize)
+            gone = store.prune_retained(policy, now)
     except StoreError as exc:
         echo(f"failed ({exc.fault}): {exc}", err=True)
         sys.exit(1)
     finally:
         store.close()
     echo(f"pruned {path}: {gone['ledger']} ledger row(s), {gone['audit']} audit row(s) older than {older}")
+    if span is not None:
+        echo(
+            f"  and {gone['turns']} finished turn(s) with {gone['calls']} call(s), {gone['terminal_ids']} terminal "
+            f"id(s) past the replay window of {window}"
+        )

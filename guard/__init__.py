@@ -30,6 +30,7 @@ from callsafe.guard.errors import (
 )
 from callsafe.guard.guard import Executor, Guard, LedgerRecord, StreamReader, ToolCall, Turn, Validator
 from callsafe.model.vocabulary import CallKey, Limits, ToolSpec
+from callsafe.reference_impl.retention import Retention
 
 __all__ = [
     "CallKey",
@@ -42,6 +43,7 @@ __all__ = [
     "LedgerRecord",
     "LimitExceeded",
     "Limits",
+    "Retention",
     "StreamError",
     "StreamReader",
     "ToolCall",

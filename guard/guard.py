@@ -84,6 +84,7 @@ from callsafe.reference_impl.driver import Driver
 from callsafe.reference_impl.effects import LedgerEntry, RequestConfirmation
 from callsafe.reference_impl.errors import AssemblerError, CallLimitExceeded, StoreError
 from callsafe.reference_impl.leases import DEFAULT_LEASE_SECONDS, Heartbeat, Lease, new_identity
+from callsafe.reference_impl.retention import Retention, keeps_retention
 from callsafe.reference_impl.store import Store, holds_leases
 
 __all__ = ["Executor", "Guard", "LedgerRecord", "StreamReader", "ToolCall", "Turn", "Validator"]
@@ -211,7 +212,10 @@ class Guard:
     i.e. how long a killed guard's calls in flight wait before a replica fails them;
     ``heartbeat``: renew the lease from a thread (False: call :meth:`heartbeat`);
     ``store_timeout``: the client-side bound in seconds of one PostgreSQL operation
-    (default 40; see ``docs/guard.md``, "Bounded stalls")."""
+    (default 40; see ``docs/guard.md``, "Bounded stalls"); ``retention``: a
+    :class:`~callsafe.reference_impl.retention.Retention` policy applied online by a thread
+    every ``retention.every`` seconds (None: none; :meth:`prune` runs one pass; see
+    ``docs/guard.md``, "Retention")."""
 
     def __init__(
         self,
@@ -232,6 +236,7 @@ class Guard:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         heartbeat: bool = True,
         store_timeout: float | None = None,
+        retention: Retention | None = None,
     ) -> None:
         if executor is not None and not callable(executor):
             raise ConfigError("executor is a callable taking a ToolCall, or None (yield mode)")
@@ -257,6 +262,10 @@ class Guard:
         self._turns: dict[str, TurnStarted] = {}
         self._closed = False
         self._heartbeat: Heartbeat | None = None
+        self._pruner: Heartbeat | None = None
+        if retention is not None and not isinstance(retention, Retention):
+            raise ConfigError("retention is a callsafe.guard.Retention policy, or None")
+        self._retention = retention
         if instance is not None and not isinstance(instance, str):
             raise ConfigError("instance is a string naming this guard (unique among live replicas), or None")
         if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) or not lease_seconds > 0:
@@ -264,6 +273,11 @@ class Guard:
         self.instance = instance or new_identity()
         self.store_kind = describe_store(store)
         self._store = open_store(store, create=create, namespace=namespace, operation_timeout=store_timeout)
+        if retention is not None and not keeps_retention(self._store):
+            self._store.close()
+            raise ConfigError(
+                f"a {self.store_kind} store keeps no retention: use SQLite or PostgreSQL, or retention=None"
+            )
         try:
             self._lease = Lease(self._store, self.instance, lease_seconds, clock) if holds_leases(self._store) else None
         except ValueError as exc:
@@ -318,6 +332,11 @@ class Guard:
                 self.heartbeat, self._lease.interval, self._heartbeat_failed, f"callsafe-lease-{self.instance}"
             )
             self._heartbeat.start()
+        if retention is not None:
+            self._pruner = Heartbeat(
+                self.prune, retention.every, self._prune_failed, f"callsafe-retention-{self.instance}"
+            )
+            self._pruner.start()
 
     # -- context manager -----------------------------------------------------------
 
@@ -334,6 +353,9 @@ class Guard:
         beating, self._heartbeat = self._heartbeat, None
         if beating is not None:  # outside the lock: a beat in progress may be waiting for it
             beating.stop()
+        pruning, self._pruner = self._pruner, None
+        if pruning is not None:
+            pruning.stop()
         with self._lock:
             if self._closed:
                 return
@@ -423,6 +445,47 @@ class Guard:
             instance=self.instance,
             fault=getattr(fault, "value", type(exc).__name__),
             ttl=self._lease.ttl if self._lease is not None else 0.0,
+        )
+
+    # -- retention -----------------------------------------------------------------
+
+    def prune(self) -> dict[str, int]:
+        """One pass of this guard's retention policy now (the retention thread calls it
+        every ``retention.every`` seconds): how many rows of each table went. Outside the
+        guard's lock: each batch is one short store transaction, between which inputs go
+        on. Raises :class:`~callsafe.guard.errors.GuardStoreError` when the store fails."""
+        policy, store = self._retention, self._store
+        if policy is None or not keeps_retention(store):
+            return {}
+        self._check_open()
+        try:
+            gone = store.prune_retained(policy, self._clock())
+        except StoreError as exc:
+            raise GuardStoreError(f"retention failed: {exc}", exc.fault) from exc
+        if any(gone.values()):
+            log_event(
+                self._log,
+                logging.INFO,
+                "pruned",
+                "guard %(instance)s: retention deleted %(turns)s turn(s), %(calls)s call(s), %(ids)s terminal id(s)",
+                instance=self.instance,
+                turns=gone.get("turns", 0),
+                calls=gone.get("calls", 0),
+                ids=gone.get("terminal_ids", 0),
+            )
+        return gone
+
+    def _prune_failed(self, exc: BaseException) -> None:
+        if isinstance(exc, ClosedGuard):
+            return
+        fault = getattr(exc, "fault", None)
+        log_event(
+            self._log,
+            logging.WARNING,
+            "prune_failed",
+            "guard %(instance)s: a retention pass failed (%(fault)s); the next one tries again",
+            instance=self.instance,
+            fault=getattr(fault, "value", type(exc).__name__),
         )
 
     # -- turns ---------------------------------------------------------------------

@@ -63,7 +63,7 @@ from typing import Any
 from callsafe.reference_impl.deadline import Watchdog
 from callsafe.reference_impl.effects import Fact, LedgerEntry
 from callsafe.reference_impl.errors import StoreError, StoreFault
-from callsafe.reference_impl.sql_store import COLUMNS_ADDED, TABLES, SqlStore
+from callsafe.reference_impl.sql_store import COLUMNS_ADDED, INDEXES, TABLES, SqlStore
 from callsafe.reference_impl.store import ClaimResult
 from callsafe.reference_impl.witness import Witness
 
@@ -208,6 +208,12 @@ class PostgresStore(SqlStore):
                             (self.namespace, table, column),
                         ).fetchone():
                             self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                    for name, table, columns in INDEXES:  # looked up first, as the columns are
+                        if not self._conn.execute(
+                            "SELECT 1 FROM pg_indexes WHERE schemaname = %s AND indexname = %s",
+                            (self.namespace, name),
+                        ).fetchone():
+                            self._conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({columns})")
                     if fresh:
                         self._new_identity()
         except psycopg.Error as exc:

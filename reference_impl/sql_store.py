@@ -19,6 +19,7 @@ no longer ``collecting``. The ledger row is written in the same transaction.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -46,10 +47,11 @@ from callsafe.reference_impl.effects import (
     SetTurnStatus,
 )
 from callsafe.reference_impl.errors import StoreError, StoreFault, StoreLost
+from callsafe.reference_impl.retention import Retention
 from callsafe.reference_impl.store import CallRow, ClaimResult, Snapshot, TurnRow
 from callsafe.reference_impl.witness import Witness
 
-__all__ = ["COLUMNS_ADDED", "DATA_TABLES", "SqlStore"]
+__all__ = ["COLUMNS_ADDED", "DATA_TABLES", "INDEXES", "SqlStore"]
 
 _TERMINAL_SQL: Final = "('dispatched', 'cancelled', 'failed')"
 _KEY_WHERE: Final = "turn_id = ? AND response_id = ? AND item_id = ? AND call_id = ?"
@@ -100,7 +102,21 @@ TABLES: Final = (
 # Columns added after the first stores were written: (table, column, type), added at open
 # to a store that lacks them (``calls.owner``: rows written before leases have no owner,
 # and are the leftovers of whichever instance starts next, as before).
-COLUMNS_ADDED: Final = (("calls", "owner", "TEXT"),)
+# ``turns.over_at`` and ``terminal_ids.at``: when a turn stopped being live and when a
+# terminal id was recorded, what retention (:mod:`~callsafe.reference_impl.retention`)
+# measures its window from; rows written before them are stamped by the first pass.
+COLUMNS_ADDED: Final = (
+    ("calls", "owner", "TEXT"),
+    ("turns", "over_at", "DOUBLE PRECISION"),
+    ("terminal_ids", "at", "DOUBLE PRECISION"),
+)
+# Indexes (name, table, columns), made at open after the columns: what a retention pass
+# reads in order (over turns, old terminal ids) and looks up (a turn's current entry).
+INDEXES: Final = (
+    ("turns_over_at", "turns", "over_at, turn_id"),
+    ("terminal_ids_at", "terminal_ids", "at"),
+    ("current_turns_turn", "current_turns", "turn_id"),
+)
 DATA_TABLES: Final = (
     "turns",
     "current_turns",
@@ -123,7 +139,7 @@ _SET_CURRENT: Final = (
     "INSERT INTO current_turns (tenant, conversation, turn_id) VALUES (?, ?, ?) "
     "ON CONFLICT (tenant, conversation) DO UPDATE SET turn_id = excluded.turn_id"
 )
-_SET_STATUS: Final = "UPDATE turns SET status = ? WHERE turn_id = ? AND status = 'live'"
+_SET_STATUS: Final = "UPDATE turns SET status = ?, over_at = ? WHERE turn_id = ? AND status = 'live'"
 _TURN_BYTES: Final = "UPDATE turns SET bytes = CASE WHEN bytes > ? THEN bytes ELSE ? END WHERE turn_id = ?"
 _CALL_PROGRESS: Final = f"UPDATE calls SET fragments = ?, bytes = ? WHERE {_KEY_WHERE}"
 _DISPLAY: Final = "UPDATE turns SET shown = ?, stopped = ?, executed = ? WHERE turn_id = ?"
@@ -141,14 +157,14 @@ _LEDGER: Final = (
     "INSERT INTO ledger (tenant, turn_id, response_id, item_id, call_id, fragments, terminal_reason, parse, "
     "validation, decision, traceparent, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_TERMINAL_ID: Final = "INSERT INTO terminal_ids (event_id) VALUES (?) ON CONFLICT DO NOTHING"
+_TERMINAL_ID: Final = "INSERT INTO terminal_ids (event_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING"
 _END_RESPONSE: Final = "INSERT INTO ended_responses (turn_id, response_id) VALUES (?, ?) ON CONFLICT DO NOTHING"
 _QUARANTINE: Final = "INSERT INTO quarantined (response_id, reason, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 _DISABLE: Final = "INSERT INTO disabled_tools (tool, reason, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 _TENANT_STOP: Final = "INSERT INTO tenant_stops (tenant, reason, at) VALUES (?, ?, ?)"
 # Every live turn of the tenant, also those that another replica bound and this one never
 # saw: the claim re-checks the turn, so this is what stops the other replicas.
-_STOP_TENANT_TURNS: Final = "UPDATE turns SET status = 'stopped' WHERE tenant = ? AND status = 'live'"
+_STOP_TENANT_TURNS: Final = "UPDATE turns SET status = 'stopped', over_at = ? WHERE tenant = ? AND status = 'live'"
 _AUDIT: Final = "INSERT INTO audit (action, reason, keys, at) VALUES (?, ?, ?, ?)"
 _OUTCOME: Final = (
     "INSERT INTO outcomes (turn_id, response_id, item_id, call_id, tenant, outcome, at) "
@@ -192,6 +208,55 @@ _ADOPT: Final = f"UPDATE calls SET owner = ? WHERE state NOT IN {_TERMINAL_SQL} 
 _ADOPT_AT_START: Final = (
     f"UPDATE calls SET owner = ? WHERE state NOT IN {_TERMINAL_SQL} "
     f"AND (owner IS NULL OR owner = ? OR {_ORPHAN}){_ADOPT_RETURNING}"
+)
+# Retention (:mod:`~callsafe.reference_impl.retention`). A turn is over when it is not
+# live or not its conversation's current turn; one the store saw become over has its time,
+# the others get the pass's time (their window starts later, never earlier).
+_STAMP_OVER: Final = (
+    "UPDATE turns SET over_at = ? WHERE turn_id IN (SELECT t.turn_id FROM turns t WHERE t.over_at IS NULL "
+    "AND (t.status <> 'live' OR NOT EXISTS (SELECT 1 FROM current_turns c WHERE c.turn_id = t.turn_id)) LIMIT ?)"
+)
+_STAMP_TERMINAL_IDS: Final = (
+    "UPDATE terminal_ids SET at = ? WHERE event_id IN (SELECT event_id FROM terminal_ids WHERE at IS NULL LIMIT ?)"
+)
+_PRUNE_TERMINAL_IDS: Final = (
+    "DELETE FROM terminal_ids WHERE event_id IN (SELECT event_id FROM terminal_ids WHERE at < ? ORDER BY at LIMIT ?)"
+)
+_PRUNE_BATCH: Final = 5_000
+# Over turns past the cutoff, in the order they became over, after a cursor (over_at, turn_id).
+_OVER_TURNS: Final = (
+    "SELECT turn_id, over_at FROM turns WHERE over_at < ? AND (over_at > ? OR (over_at = ? AND turn_id > ?)) "
+    "ORDER BY over_at, turn_id LIMIT ?"
+)
+
+
+def _needed_call(c: str) -> str:
+    """A call (the row ``c`` of ``calls``) that a restart needs: open (not terminal), or
+    claimed with no outcome recorded."""
+    return (
+        f"({c}.state NOT IN {_TERMINAL_SQL} OR ({c}.state = 'dispatched' AND NOT EXISTS (SELECT 1 FROM outcomes o "
+        f"WHERE o.turn_id = {c}.turn_id AND o.response_id = {c}.response_id AND o.item_id = {c}.item_id "
+        f"AND o.call_id = {c}.call_id)))"
+    )
+
+
+_NO_NEEDED_CALL: Final = f"NOT EXISTS (SELECT 1 FROM calls c WHERE c.turn_id = {{turn}} AND {_needed_call('c')})"
+# Of the candidates, the turns that may go: over (checked again, inside the transaction
+# that deletes them), and no call of theirs needed by a restart.
+_PRUNABLE: Final = (
+    "SELECT t.turn_id FROM turns t WHERE t.turn_id IN ({ids}) AND t.over_at IS NOT NULL "
+    "AND NOT (t.status = 'live' AND EXISTS (SELECT 1 FROM current_turns cur WHERE cur.turn_id = t.turn_id)) "
+    "AND " + _NO_NEEDED_CALL.format(turn="t.turn_id")
+)
+# What goes with a prunable turn, re-checked (a replica that still took the turn for live
+# may have opened a call meanwhile: that call and its turn stay, and a restart fails it).
+_PRUNE_TURN_ROWS: Final = (
+    # the calls first: a dispatched call whose outcome is gone would count as needed
+    ("calls", "DELETE FROM calls WHERE turn_id IN ({ids}) AND NOT " + _needed_call("calls")),
+    ("outcomes", "DELETE FROM outcomes WHERE turn_id IN ({ids})"),
+    ("ended_responses", "DELETE FROM ended_responses WHERE turn_id IN ({ids})"),
+    ("current_turns", "DELETE FROM current_turns WHERE turn_id IN ({ids})"),
+    ("turns", "DELETE FROM turns WHERE turn_id IN ({ids}) AND " + _NO_NEEDED_CALL.format(turn="turns.turn_id")),
 )
 _HIGH_WATER: Final = "SELECT coalesce(max(id), 0) FROM ledger"
 _STORE_ID: Final = "SELECT value FROM store_meta WHERE name = 'store_id'"
@@ -424,7 +489,7 @@ class SqlStore(ABC):
             if ex(_INSERT_TURN, (fact.turn, fact.actor, fact.tenant, fact.conversation, fact.traceparent)):
                 ex(_SET_CURRENT, (fact.tenant, fact.conversation, fact.turn))
         elif isinstance(fact, SetTurnStatus):
-            ex(_SET_STATUS, (fact.status, fact.turn))
+            ex(_SET_STATUS, (fact.status, at, fact.turn))
         elif isinstance(fact, RecordDisplay):
             ex(_DISPLAY, (fact.shown, int(fact.stopped), int(fact.executed), fact.turn))
         elif isinstance(fact, OpenCall):
@@ -436,7 +501,7 @@ class SqlStore(ABC):
         elif isinstance(fact, RecordLedger):
             ex(_LEDGER, _ledger_params(fact.entry, fact.why, at))
         elif isinstance(fact, RecordTerminalId):
-            ex(_TERMINAL_ID, (fact.event_id,))
+            ex(_TERMINAL_ID, (fact.event_id, at))
         elif isinstance(fact, EndResponse):
             ex(_END_RESPONSE, (fact.turn, fact.response))
         elif isinstance(fact, RecordQuarantine):
@@ -445,7 +510,7 @@ class SqlStore(ABC):
             ex(_DISABLE, (fact.tool, fact.reason, at))
         elif isinstance(fact, RecordTenantStop):
             ex(_TENANT_STOP, (fact.tenant, fact.reason, at))
-            ex(_STOP_TENANT_TURNS, (fact.tenant,))
+            ex(_STOP_TENANT_TURNS, (at, fact.tenant))
         elif isinstance(fact, RecordAudit):
             keys = json.dumps([k.to_json() for k in fact.keys])
             ex(_AUDIT, (fact.action, fact.reason, keys, at))
@@ -502,21 +567,106 @@ class SqlStore(ABC):
         one: the newest ledger row is the store's high-water mark, which its witness
         compares at open); how many rows of each table went.
 
-        What is never deleted: the calls, their outcomes and the terminal event ids (the
-        replay protection: a replayed terminal event or claim is refused by them, however
-        late it comes), turns, current turns, quarantines, disabled tools and leases
-        (what a restart reads back). Ledger and audit rows are the record for people:
-        the decisions themselves live in ``calls``."""
+        What this never deletes: the calls, their outcomes and the terminal event ids (the
+        replay protection; :meth:`prune_retained` deletes those past a replay window),
+        turns, current turns, quarantines, disabled tools and leases (what a restart reads
+        back). Ledger and audit rows are the record for people: the decisions themselves
+        live in ``calls``. Deleted in batches, one transaction each, until none is left."""
         keep = max(1, int(keep))
-        gone: dict[str, int] = {}
-        with self._transaction():
+        return {table: self._prune_records(table, before, keep, _PRUNE_BATCH, None) for table in ("ledger", "audit")}
+
+    def prune_retained(self, policy: Retention, now: float) -> dict[str, int]:
+        """One pass of a retention policy at ``now`` (:mod:`~callsafe.reference_impl.retention`):
+        over turns past the replay window with their calls, outcomes and ended responses,
+        terminal ids past it, and (``policy.records``) old ledger and audit rows; at most
+        ``policy.max_batches`` transactions of ``policy.batch`` rows for each kind. How many
+        rows of each table went."""
+        gone = dict.fromkeys(("turns", "calls", "outcomes", "ended_responses", "terminal_ids", "ledger", "audit"), 0)
+        before = now - policy.window
+        batch, batches = policy.batch, policy.max_batches
+        for _ in range(batches):  # stamp what became over without the store seeing it
+            with self._transaction(()):
+                stamped = self._execute(_STAMP_OVER, (now, batch)) + self._execute(_STAMP_TERMINAL_IDS, (now, batch))
+            if stamped < batch:
+                break
+        for table, count in self._prune_turns(before, policy.keep, batch, batches).items():
+            gone[table] += count
+        cutoff = self._cutoff("SELECT at FROM terminal_ids WHERE at IS NOT NULL ORDER BY at DESC", policy.keep, before)
+        if cutoff is not None:
+            for _ in range(batches):
+                with self._transaction(()):
+                    count = self._execute(_PRUNE_TERMINAL_IDS, (cutoff, batch))
+                gone["terminal_ids"] += count
+                if count < batch:
+                    break
+        if policy.records is not None:
+            keep = max(1, policy.keep)
             for table in ("ledger", "audit"):
-                gone[table] = self._execute(
-                    f"DELETE FROM {table} WHERE at < ? AND id < (SELECT coalesce(min(id), 0) FROM "
-                    f"(SELECT id FROM {table} ORDER BY id DESC LIMIT ?) newest)",
-                    (before, keep),
-                )
+                gone[table] = self._prune_records(table, now - policy.records, keep, batch, batches)
         return gone
+
+    def _cutoff(self, newest_first: str, keep: int, before: float) -> float | None:
+        """The time before which rows may go: ``before``, or earlier so that the newest
+        ``keep`` rows of ``newest_first`` (a query of times, newest first) stay; None when
+        there are no more than ``keep`` rows."""
+        if keep <= 0:
+            return before
+        rows = self._query(f"{newest_first} LIMIT 1 OFFSET ?", (keep - 1,))
+        if not rows:
+            return None
+        return min(before, float(rows[0][0]))
+
+    def _prune_turns(self, before: float, keep: int, batch: int, batches: int) -> dict[str, int]:
+        """Delete over turns past ``before`` (except the newest ``keep``), batch by batch
+        in the order they became over, each with its calls, outcomes and ended responses,
+        and its current entry. The candidates are read in order past a cursor, so turns
+        that must stay (a call open, an outcome unknown) are passed over, not read again."""
+        gone = dict.fromkeys(("turns", "calls", "outcomes", "ended_responses"), 0)
+        cutoff = self._cutoff("SELECT over_at FROM turns WHERE over_at IS NOT NULL ORDER BY over_at DESC", keep, before)
+        if cutoff is None:
+            return gone
+        at, last = -math.inf, ""
+        for _ in range(batches):
+            rows = self._query(_OVER_TURNS, (cutoff, at, at, last, batch))
+            if not rows:
+                break
+            at, last = float(rows[-1][1]), str(rows[-1][0])
+            # every list padded to ``batch`` with NULL (which matches nothing): one statement
+            # text per kind, so the driver's statement cache holds a few, not one per length
+            marks = ", ".join("?" * batch)
+            pad: tuple[None, ...] = (None,) * batch
+            ids = (tuple(str(row[0]) for row in rows) + pad)[:batch]
+            with self._transaction(()):
+                doomed = tuple(str(row[0]) for row in self._query(_PRUNABLE.format(ids=marks), ids))
+                if doomed:
+                    for table, sql in _PRUNE_TURN_ROWS:
+                        count = self._execute(sql.format(ids=marks), (doomed + pad)[:batch])
+                        if table in gone:
+                            gone[table] += count
+            if len(rows) < batch:
+                break
+        return gone
+
+    def _prune_records(self, table: str, before: float, keep: int, batch: int, batches: int | None) -> int:
+        """Delete ``table``'s (ledger or audit) rows stamped before ``before``, oldest
+        first, except the newest ``keep``; ``batches`` transactions at most (None: until
+        none is left)."""
+        rows = self._query(f"SELECT id FROM {table} ORDER BY id DESC LIMIT 1 OFFSET ?", (keep - 1,))
+        if not rows:
+            return 0
+        newest_kept = int(rows[0][0])
+        total, done = 0, 0
+        while batches is None or done < batches:
+            with self._transaction(()):
+                count = self._execute(
+                    f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE at < ? AND id < ? ORDER BY id "
+                    "LIMIT ?)",
+                    (before, newest_kept, batch),
+                )
+            total, done = total + count, done + 1
+            if count < batch:
+                break
+        return total
 
     # -- reading -----------------------------------------------------------------
 

@@ -53,7 +53,7 @@ from callsafe.reference_impl.effects import (
     SetTurnStatus,
 )
 from callsafe.reference_impl.errors import StoreError, StoreFault
-from callsafe.reference_impl.sql_store import COLUMNS_ADDED, TABLES, SqlStore
+from callsafe.reference_impl.sql_store import COLUMNS_ADDED, INDEXES, TABLES, SqlStore
 from callsafe.reference_impl.witness import Witness
 
 __all__ = ["SqliteStore", "sqlite_fault"]
@@ -169,6 +169,8 @@ class SqliteStore(SqlStore):
                     have = {str(r[1]) for r in self._conn.execute(f"PRAGMA table_info({table})").fetchall()}
                     if column not in have:
                         self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                for name, table, columns in INDEXES:
+                    self._conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({columns})")
                 if fresh:
                     self._new_identity()
             self._check_history(guard, fresh=False, create=create or memory, where=self.path)
