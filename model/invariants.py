@@ -568,7 +568,11 @@ def check_ledger(ctx: Context) -> Iterable[Violation]:
             forgot = any(i <= last.step for i in restarts) or early
             problems = [
                 _ledger_untruth(
-                    last, r, forgot, _accepted_by(reading, ctx.trace, record.key, last.step) if early else None, ctx.words
+                    last,
+                    r,
+                    forgot,
+                    _accepted_by(reading, ctx.trace, record.key, last.step) if early else None,
+                    ctx.words,
                 )
                 for reading in ctx.oracle.readings
                 if (r := ctx.record(record.key, reading)) is not None

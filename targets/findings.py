@@ -249,16 +249,6 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
     ),
     # -- openai, Responses -------------------------------------------------------------------
     Finding(
-        "OA-RESP-DONE-BEFORE-ITEM-DONE",
-        "openai",
-        "response.function_call_arguments.done comes before response.output_item.done, the event that carries the "
-        "item's status: acting on it runs the tool before the call has ended under its protocol, and the item can "
-        "still end incomplete (the script shows a done event handed out before response.incomplete)",
-        "openai_responses_done_then_incomplete.py",
-        (_one(WHOLE, "completed", None),),
-        {OR_DONE: _s(T)},
-    ),
-    Finding(
         "OA-RESP-FINAL-UNFINISHED-ITEM",
         "openai",
         "ResponseStreamState raises at response.completed when any output item never got output_item.done: the "
@@ -419,14 +409,15 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
                 "response.function_call_arguments.done replayed (same sequence_number)",
             ),
         ),
-        {OR_DONE: _s(ONCE, T)},
+        {OR_DONE: _s(ONCE)},
     ),
     Finding(
         "OA-RESP-DONE-EVENTS-DISAGREE",
         "openai",
         "when function_call_arguments.done and output_item.done carry different arguments for one call, both are "
-        "passed on without a word: arguments_done runs the one text, the final response the other (no reading of "
-        "two finalized texts for one call lets it run)",
+        "passed on without a word: the final response runs the item's text, which no reading of the stream "
+        "gives (arguments_done runs the done event's text at that event, which the reading that takes it as the "
+        "call's final arguments and its terminal point allows)",
         "openai_responses_done_events_disagree.py",
         (
             _adversity(
@@ -435,7 +426,7 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
                 "response.function_call_arguments.done carries other arguments than the deltas",
             ),
         ),
-        {OR_DONE: _s(C, T), OR_FINAL: _s(C, T)},
+        {OR_FINAL: _s(C, T)},
     ),
     Finding(
         "AN-SECOND-MESSAGE-START",
@@ -606,18 +597,7 @@ def _all_findings() -> tuple[Finding, ...]:
 
 FINDINGS: Final[tuple[Finding, ...]] = _all_findings()
 
-NOTES: Final[dict[tuple[str, str], str]] = {
-    (OR_DONE, T): (
-        "Why INV-TERMINAL, when the arguments are complete: under callsafe's providers mapping (strict) a "
-        "Responses call ends at response.output_item.done, the event that carries the item's status; "
-        "response.function_call_arguments.done comes one event earlier. An application that runs the tool at "
-        "arguments.done runs it before the call has ended under its protocol, and the item may still turn out "
-        "incomplete (response.incomplete, max_output_tokens). In the rendered traces both events come from the "
-        "same abstract terminal event, so the runner delivers arguments.done at the step before it; the "
-        "counterexample is therefore a plain, well-formed call. The final surface, which waits for "
-        "response.completed, holds."
-    ),
-}
+NOTES: Final[dict[tuple[str, str], str]] = {}
 
 
 def findings_for(spec: str, invariant: str) -> list[Finding]:

@@ -160,16 +160,6 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
     ),
     # -- openai (node), responses.stream -------------------------------------------------------
     Finding(
-        "OA-NODE-RESP-DONE-BEFORE-ITEM-DONE",
-        "openai",
-        "response.function_call_arguments.done comes before response.output_item.done, the event that carries "
-        "the item's status: acting on it runs the tool before the call has ended, a whole call included (the "
-        "witness: the response never ends)",
-        _script("openai-responses-done-before-item-done.mjs"),
-        (_one(WHOLE, end=None),),
-        {OR: _s(T)},
-    ),
-    Finding(
         "OA-NODE-RESP-REPLAYED-DONE",
         "openai",
         "a replayed response.function_call_arguments.done (same sequence_number) is emitted again: the call runs twice",
@@ -181,7 +171,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
                 "response.function_call_arguments.done replayed (same sequence_number)",
             ),
         ),
-        {OR: _s(T, ONCE)},
+        {OR: _s(ONCE)},
     ),
     Finding(
         "OA-NODE-RESP-ARGUMENTS-ONLY-IN-ITEM-DONE",
@@ -197,16 +187,6 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
             ),
         ),
         {OR: _s(L)},
-    ),
-    Finding(
-        "OA-NODE-RESP-DONE-DISAGREES",
-        "openai",
-        "response.function_call_arguments.done that carries other arguments than the deltas added up to is "
-        "emitted as it came: the stream never compares them, and the call is presented with the done event's "
-        "arguments",
-        _script("openai-responses-done-disagrees-with-deltas.mjs"),
-        (_adversity(RESP, "done-disagrees-with-deltas", DISAGREES),),
-        {OR: _s(T, C)},
     ),
     # -- @anthropic-ai/sdk, MessageStream ------------------------------------------------------
     Finding(
