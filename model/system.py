@@ -71,6 +71,7 @@ __all__ = [
     "GUARDS",
     "LONE_SURROGATE",
     "MODEL_READING",
+    "NO_ARGUMENTS",
     "READING_SPEC",
     "RESTART_KEEPS",
     "Broadcast",
@@ -519,6 +520,10 @@ def _has_lone_surrogate(value: Any) -> bool:
 # So is text with many containers: the walk recurses per level and runs out of stack on
 # values nested a few hundred deep (a RecursionError, not a ParseFailure), and skipping it
 # there would change that outcome; 64 containers nest at most 64 deep, far from any limit.
+# A call whose stream carried no argument bytes at all ("" is no JSON text, RFC 8259 section
+# 2): what the model's parse records. An executor input for it has arguments the stream never
+# carried (a library that makes up {} for it), which INV-EXACT-ARGS reports.
+NO_ARGUMENTS: Final = "malformed: no argument bytes"
 LONE_SURROGATE: Final = "lone surrogate in arguments"  # the parse failure (the oracle's readings key on it)
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 _WALK_FREE_CONTAINERS: Final = 64
@@ -1093,6 +1098,10 @@ class Semantics:
             self.fire(call, E.PARSE_FAILED, "missing fragment before the terminal event")
             return
         text = "".join(call.fragments[p] for p in positions)
+        if not text:
+            call.parse = NO_ARGUMENTS
+            self.fire(call, E.PARSE_FAILED, "no argument bytes: nothing to parse")
+            return
         if self.reading.join_split_surrogates and not text.isascii():
             text = join_surrogate_pairs(text)
         try:
