@@ -785,7 +785,7 @@ def _late_call(protocol: str, payloads: Payloads) -> Payloads:
         return [late]
     if protocol == ANTHROPIC:
         blocks = [q for q in payloads if q.get("type", "").startswith("content_block_") and str(q.get("index")) == call]
-        index = max((q.get("index") for q in payloads if isinstance(q.get("index"), int)), default=0) + 1
+        index = max((int(q["index"]) for q in payloads if isinstance(q.get("index"), int)), default=0) + 1
         out: Payloads = []
         for q in blocks:
             if q.get("type") == "content_block_delta" and out and out[-1].get("type") == "content_block_delta":
@@ -800,7 +800,7 @@ def _late_call(protocol: str, payloads: Payloads) -> Payloads:
         return out
     if protocol == RESPONSES:
         mine = [q for q in payloads if str(q.get("item_id")) == call or str((q.get("item") or {}).get("id")) == call]
-        index = max((q.get("output_index") for q in payloads if isinstance(q.get("output_index"), int)), default=0) + 1
+        index = max((int(q["output_index"]) for q in payloads if isinstance(q.get("output_index"), int)), default=0) + 1
         out = []
         for q in mine:
             kind = q.get("type")

@@ -49,7 +49,8 @@ parser refuses or fails, and documents the identity or the value the reading goe
   final may still not run, so both are terminal points a client may take: under this reading
   the call ends (completed) at its arguments' done event, and the item's own done event that
   follows is only its record (its ``sequence_number`` is still used, as the parser counts
-  them). The events read are the same; only the payload at which the call ends moves, so the
+  them). A stream in which such an item then ends ``incomplete`` is not read this way: the
+  item's status says the call did not finish. The events read are the same; only the payload at which the call ends moves, so the
   harness places a run in the stream by the payload at which the target acted.
 * **Responses, replays by ``sequence_number``**: an event repeated with its sequence number
   ("the sequence number of this event") is the same event delivered twice, dropped; the
@@ -104,6 +105,8 @@ class WireReading:
     description: str
     source: str
     rewriter: Callable[[], _Rewriter]
+    # whether the reading reads a whole stream at all (None: every stream)
+    applies: Callable[[Sequence[Any]], bool] | None = None
 
     def parser(self, turn: str, response: str) -> ReadingParser:
         """A parser for one stream under this reading."""
@@ -252,10 +255,10 @@ class _ResponsesArgumentsDoneEnds(_Rewriter):
         elif kind == "response.function_call_arguments.done":
             item_id = payload.get("item_id")
             added = self.items.get(item_id) if isinstance(item_id, str) else None
-            if added is None or item_id in self.ended:
+            if added is None or not isinstance(item_id, str) or item_id in self.ended:
                 return payload  # what the parser makes of it as it is (a replay, an item never added)
             self.ended.add(item_id)
-            body = {k: added[k] for k in ("id", "type", "call_id", "name") if k in added}
+            body: dict[str, Any] = {k: added[k] for k in ("id", "type", "call_id", "name") if k in added}
             if "arguments" in payload:
                 body["arguments"] = payload["arguments"]
             done: Payload = {"type": "response.output_item.done", "item": {**body, "status": "completed"}}
@@ -272,6 +275,28 @@ class _ResponsesArgumentsDoneEnds(_Rewriter):
             seq = payload.get("sequence_number")
             return None if seq is None else {"type": _ENDED_ITEM, "sequence_number": seq}
         return payload
+
+
+def _no_item_ends_otherwise(payloads: Sequence[Any]) -> bool:
+    """Whether every function call whose arguments' done event came also ends, if its
+    ``output_item.done`` comes, with status completed: a stream whose item turns out
+    incomplete after its arguments were finalized is not one this reading reads (the
+    item's status is the provider's word that the call did not finish)."""
+    done: set[Any] = set()
+    for p in payloads:
+        if not isinstance(p, dict):
+            continue
+        if p.get("type") == "response.function_call_arguments.done":
+            done.add(p.get("item_id"))
+        item = p.get("item")
+        if (
+            p.get("type") == "response.output_item.done"
+            and isinstance(item, dict)
+            and item.get("id") in done
+            and item.get("status") not in (None, "completed")
+        ):
+            return False
+    return True
 
 
 class _ResponsesReplays(_Rewriter):
@@ -337,6 +362,10 @@ class _Both(_Rewriter):
         return self.first.events(self.second.events(events))
 
 
+def _both_of(first: Callable[[], _Rewriter], second: Callable[[], _Rewriter]) -> Callable[[], _Rewriter]:
+    return lambda: _Both(first(), second())
+
+
 def _with_terminal_point(readings: tuple[WireReading, ...]) -> tuple[WireReading, ...]:
     """Each reading, and each reading of assembly taken together with a reading of where a
     call ends (the Responses arguments' done event): a client that takes the finalized
@@ -354,7 +383,8 @@ def _with_terminal_point(readings: tuple[WireReading, ...]) -> tuple[WireReading
                     other.protocol,
                     f"{other.description}; and {end.description}",
                     f"{other.source}; {end.source}",
-                    lambda a=other.rewriter, b=end.rewriter: _Both(a(), b()),
+                    _both_of(other.rewriter, end.rewriter),
+                    end.applies,
                 )
             )
     return tuple(out)
@@ -415,6 +445,7 @@ READINGS: Final[tuple[WireReading, ...]] = _with_terminal_point(
             "finalized'; the function-calling guide's streaming section reads a call's final arguments from it; "
             "neither says a call whose arguments are final waits for output_item.done",
             _ResponsesArgumentsDoneEnds,
+            _no_item_ends_otherwise,
         ),
         WireReading(
             "replays by sequence_number",
@@ -450,6 +481,8 @@ def differing_readings(
     out: list[tuple[WireReading, list[Event]]] = []
     own: list[list[Event]] | None = None
     for reading in readings_for(protocol):
+        if reading.applies is not None and not reading.applies(payloads):
+            continue
         events = read_under(reading, payloads, turn=turn, response=response, clean=clean).events
         if list(events) != list(primary):
             out.append((reading, events))

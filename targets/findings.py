@@ -157,6 +157,45 @@ _SPLICED_RESPONSES: Final = (
         },
     },
 )
+_DONE_THEN_INCOMPLETE: Final = (
+    {"type": "response.created", "sequence_number": 0, "response": {"id": "r1", "status": "in_progress", "output": []}},
+    {
+        "type": "response.output_item.added",
+        "sequence_number": 1,
+        "output_index": 0,
+        "item": {**_fc(1), "call_id": "call_a", "name": "pay"},
+    },
+    {
+        "type": "response.function_call_arguments.delta",
+        "sequence_number": 2,
+        "item_id": "fc_1",
+        "output_index": 0,
+        "delta": '{"amount":100}',
+    },
+    {
+        "type": "response.function_call_arguments.done",
+        "sequence_number": 3,
+        "item_id": "fc_1",
+        "output_index": 0,
+        "arguments": '{"amount":100}',
+    },
+    {
+        "type": "response.output_item.done",
+        "sequence_number": 4,
+        "output_index": 0,
+        "item": {**_fc(1, '{"amount":100}', "incomplete"), "call_id": "call_a", "name": "pay"},
+    },
+    {
+        "type": "response.incomplete",
+        "sequence_number": 5,
+        "response": {
+            "id": "r1",
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [{**_fc(1, '{"amount":100}', "incomplete"), "call_id": "call_a", "name": "pay"}],
+        },
+    },
+)
 _BLOCK_IN_MESSAGE_START: Final = (
     {
         "type": "message_start",
@@ -249,6 +288,17 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
     ),
     # -- openai, Responses -------------------------------------------------------------------
     Finding(
+        "OA-RESP-DONE-THEN-INCOMPLETE",
+        "openai",
+        "response.function_call_arguments.done is handed out for an item that then ends incomplete "
+        "(output_item.done status incomplete, response.incomplete max_output_tokens): acting on it runs a call "
+        "the provider says did not finish (a run at arguments.done is otherwise judged under the reading that "
+        "the arguments' done event ends the call)",
+        "openai_responses_done_then_incomplete.py",
+        (_recorded(RESP, "arguments.done, then the item ends incomplete", _DONE_THEN_INCOMPLETE),),
+        {OR_DONE: _s(T, C)},
+    ),
+    Finding(
         "OA-RESP-FINAL-UNFINISHED-ITEM",
         "openai",
         "ResponseStreamState raises at response.completed when any output item never got output_item.done: the "
@@ -312,7 +362,7 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
         "entry with that index",
         "langchain_core_index_collision.py",
         (_two((), WHOLE, shared=True),),
-        {LC_FINAL: _s(T, X), LC_PREVIEW: _s(T, X)},
+        {LC_FINAL: _s(X), LC_PREVIEW: _s(T, X)},
     ),
     Finding(
         "LC-GLUED-OBJECTS",

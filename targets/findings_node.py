@@ -128,7 +128,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "second call never runs",
         _script("ai-shared-index-merges-calls.mjs"),
         (_merged_into_first(),),
-        {AI: _s(T, L)},
+        {AI: _s(X, L)},
     ),
     Finding(
         "AISDK-ANTH-START-AFTER-DELTAS",
@@ -281,7 +281,7 @@ NODE_FINDINGS: Final[tuple[Finding, ...]] = (
         "{} (or, when both sent arguments, the first's are glued and it is lost)",
         _script("langchain-shared-index-merges-calls.mjs"),
         (_merged_into_first(), _two(True)),
-        {LC: _s(T, X, L)},
+        {LC: _s(X, L)},
     ),
     # -- @openai/agents, run(agent, { stream: true }) ------------------------------------------
     Finding(

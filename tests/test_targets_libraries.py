@@ -122,6 +122,14 @@ FINDINGS: dict[str, Finding] = {
         "a replayed response.function_call_arguments.done (same sequence_number) is passed on again",
         "openai_responses_replayed_done.py",
     ),
+    "OA-RESP-DONE-THEN-INCOMPLETE": Finding(
+        "openai",
+        "safety",
+        "INV-CANCEL (length stop)",
+        "function_call_arguments.done is handed out before the response ends response.incomplete "
+        "(max_output_tokens); the final response is then unavailable, but the done event was already acted on",
+        "openai_responses_done_then_incomplete.py",
+    ),
     "AN-TRUNCATED-REPAIRED": Finding(
         "anthropic",
         "safety",
