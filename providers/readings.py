@@ -50,8 +50,9 @@ parser refuses or fails, and documents the identity or the value the reading goe
   the call ends (completed) at its arguments' done event, and the item's own done event that
   follows is only its record (its ``sequence_number`` is still used, as the parser counts
   them). A stream in which such an item then ends ``incomplete`` is not read this way: the
-  item's status says the call did not finish. The events read are the same; only the payload at which the call ends moves, so the
-  harness places a run in the stream by the payload at which the target acted.
+  item's status says the call did not finish. The events read are the same; only the
+  payload at which the call ends moves, so the harness places a run in the stream by the
+  payload at which the target acted.
 * **Responses, replays by ``sequence_number``**: an event repeated with its sequence number
   ("the sequence number of this event") is the same event delivered twice, dropped; the
   strict parser already reads replayed deltas and done events that way, and refuses only a
