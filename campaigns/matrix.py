@@ -382,9 +382,9 @@ def reading_notes(cert: Certification, invariant: str) -> list[str]:
         if spared:
             out.append(
                 f"Reading taken where the protocol's documentation is silent: {label}, on {spared} of "
-                f"{taken.traces} trace(s) judged under it. callsafe's own parser refuses these streams (nothing "
-                "runs); the library's reading is as defensible, so the runs are judged under it and "
-                f"{invariant} is not violated there."
+                f"{taken.traces} trace(s) judged under it. callsafe's own parser reads these streams otherwise "
+                "(it refuses them, so nothing runs, or ends a call at a later event); the library's reading is as "
+                f"defensible, so the runs are judged under it and {invariant} is not violated there."
             )
         if still:
             out.append(

@@ -29,7 +29,7 @@ from callsafe.certify.wire import (
     prepare,
     reconnects,
 )
-from callsafe.certify.wire_readings import judge_wire, judge_wire_readings
+from callsafe.certify.wire_readings import judge_rendered_readings, judge_wire, judge_wire_readings
 from callsafe.contract.target import Target
 from callsafe.generators.coverage import reached_by_steps
 from callsafe.generators.domain import features
@@ -196,6 +196,8 @@ def _run_checked_wire(target: Target, capabilities: frozenset[str], trace: Trace
     judgement = judge_wire(trace, run.observations, capabilities, run, oracle)
     if isinstance(trace, WireTrace):  # where defensible readings of the stream differ, any of them
         judgement = judge_wire_readings(trace, run, capabilities, judgement, oracle)
+    else:  # a rendered stream: readings that end its events at other payloads
+        judgement = judge_rendered_readings(trace, plan, run, capabilities, judgement, oracle, reconnects(target))
     return Checked(trace, (), run, oracle, judgement)
 
 

@@ -34,7 +34,7 @@ from typing import Any
 from callsafe.certify.target_errors import TargetError, TraceTimeout, error_from_exception
 from callsafe.certify.wire import ABSTRACT, WirePlan, prepare, reconnects
 from callsafe.contract.target import Target, TargetEnv
-from callsafe.model.system import apply_tool_change, business_check
+from callsafe.model.system import apply_tool_change, business_check, join_surrogate_pairs
 from callsafe.model.vocabulary import (
     BusinessValidated,
     CallKey,
@@ -120,6 +120,13 @@ class Run:
     # acted, so that a run can be judged under another reading of the same payloads
     # (:mod:`callsafe.certify.wire_readings`).
     wire_clock: list[int] = field(default_factory=list)
+    # Per observation, for a provider-protocol target: the payload being handed over when it
+    # was observed, as (the delivery's event index, the step before that delivery, the
+    # payload's place among the delivery's payloads), or None between payloads. With it a
+    # run is placed in another plan of the same payloads whose events are the same but whose
+    # terminal points differ (a reading that ends a call at an earlier payload of the same
+    # event, :func:`callsafe.certify.wire_readings.judge_rendered_readings`).
+    wire_at: list[tuple[int, int, int] | None] = field(default_factory=list)
     # Inputs the target refused while its store was down (a lasting StoreFault), each
     # delivered again: (step, what it raised). A refusal there is the target failing
     # closed, not a target error; refusing again once the store is back is one.
@@ -159,6 +166,7 @@ class _Delivery:
         self.plan = plan
         self.step = -1
         self.fed = 0  # payloads handed to receive_wire so far (see Run.wire_clock)
+        self.at: tuple[int, int, int] | None = None  # the payload being handed over (see Run.wire_at)
         self.depth = 0  # nesting of deliveries (re-entrant from inside the validator)
         self.pending: list[tuple[int, Event]] = []
         self.store_down = False  # a lasting StoreFault waits for the next input
@@ -205,10 +213,13 @@ class _Delivery:
         for k, payload in enumerate(delivery.fresh_payloads()):
             self.step = previous if k < delivery.early else index
             self.fed += 1
+            outer, self.at = self.at, (index, previous, k)
             try:
                 wire.receive_wire(payload)
             except Exception as exc:
                 self.run.errors.append(error_from_exception(exc, "receive_wire", index))
+            finally:
+                self.at = outer
         self.step = index
         if delivery.end_stream or (delivery.receive and isinstance(event, Disconnect)):
             self.fed = plan.payload_count + 1  # the end of the body (or of the connection)
@@ -282,14 +293,23 @@ class _Delivery:
     def _record(self, obs: Observation) -> None:
         self.run.observations.append(obs)
         self.run.wire_clock.append(self.fed)
+        self.run.wire_at.append(self.at)
 
 
 def _frozen_copy(value: Any) -> Any:
-    """A deep copy of JSON-like arguments, so a target cannot mutate what was observed."""
+    """A deep copy of JSON-like arguments, so a target cannot mutate what was observed.
+
+    A string that holds a UTF-16 surrogate pair as two code units (a Python library that
+    joined a pair split across two stream events, ``"\\ud83d" + "\\ude00"``) is the same text
+    as the character the pair encodes, which is what the model reads when it joins them
+    (:attr:`~callsafe.model.system.Reading.join_split_surrogates`): it is observed as that
+    character. A lone surrogate stays as it is."""
     if isinstance(value, dict):
-        return {k: _frozen_copy(v) for k, v in value.items()}
+        return {_frozen_copy(k): _frozen_copy(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_frozen_copy(v) for v in value]
+    if isinstance(value, str) and not value.isascii():
+        return join_surrogate_pairs(value)
     return value
 
 

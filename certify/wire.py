@@ -112,6 +112,7 @@ __all__ = [
 ABSTRACT: Final = "abstract"
 
 ItemRule = Literal["keep", "index", "shared_index"]
+ParserFactory = Callable[[str, str], Any]  # (turn, response) -> a parser with feed/finish
 TextRule = Literal["keep", "text", "shared_index"]
 
 # How each protocol addresses a call's item and a text item (see each provider module):
@@ -338,34 +339,45 @@ def _render_grouped(protocol: str, events: Sequence[Event]) -> list[list[dict[st
     return groups
 
 
-def _early_counts(protocol: str, stream: _Stream, groups: list[list[dict[str, Any]]]) -> list[int]:
+def _early_counts(
+    protocol: str, stream: _Stream, groups: list[list[dict[str, Any]]], parser: ParserFactory | None = None
+) -> tuple[list[int], list[Event]]:
     """Per group: how many payloads come before the first one on which the protocol's
-    parser reports an abstract event (0 when it reports nothing in the group)."""
-    parser = registry.get(protocol).new_parser(stream.turn, stream.response)
+    parser (or ``parser``, another reading's) reports an abstract event (0 when it reports
+    nothing in the group); and every event it reported."""
+    reader = (parser or registry.get(protocol).new_parser)(stream.turn, stream.response)
     out: list[int] = []
+    said_all: list[Event] = []
     broken = False
     for group in groups:
         early = 0
+        reported = False
         for k, payload in enumerate(group):
             if broken:
                 break
             try:
-                said = parser.feed(copy.deepcopy(payload))
+                said = reader.feed(copy.deepcopy(payload))
             except ProviderError:
                 broken = True  # a rendering the parser refuses: keep the renderer's attribution
                 break
-            if said:
-                early = k
-                break
+            said_all.extend(said)
+            if said and not reported:
+                early, reported = k, True
         out.append(early)
-    return out
+    return out, said_all
 
 
-def plan_wire(protocol: str, events: Sequence[Event], reconnect: bool = False) -> WirePlan:
+def plan_wire(
+    protocol: str, events: Sequence[Event], reconnect: bool = False, parser: ParserFactory | None = None
+) -> WirePlan:
     """The deliveries for ``events`` (a trace's delivered events, already relabelled).
     Raises :class:`NotRepresentable` when the protocol, or a one-stream-at-a-time target,
     cannot carry them. ``reconnect``: the target reconnects after a dropped connection (a
-    response's next events are a new stream, see the module docstring)."""
+    response's next events are a new stream, see the module docstring). ``parser``: the
+    parser of another reading of the protocol (:mod:`callsafe.providers.readings`), which
+    decides at which payload of each event the event happens; a reading that reads other
+    events from the rendered payloads than the protocol's own parser is
+    :class:`NotRepresentable` here (it has no plan of these events)."""
     registry.get(protocol)  # an unknown protocol is a KeyError naming the known ones
     streams, receive = _streams(events, reconnect)
     payloads: list[list[dict[str, Any]]] = [[] for _ in events]
@@ -374,7 +386,9 @@ def plan_wire(protocol: str, events: Sequence[Event], reconnect: bool = False) -
     for stream in streams:
         groups = _render_grouped(protocol, [e for _, e in stream.events])
         as_servers_send(protocol, groups)
-        counts = _early_counts(protocol, stream, groups)
+        counts, said = _early_counts(protocol, stream, groups, parser)
+        if parser is not None and said != _early_counts(protocol, stream, groups)[1]:
+            raise NotRepresentable("this reading reads other events from the rendered stream")
         for (index, _), group, count in zip(stream.events, groups, counts, strict=True):
             payloads[index] = group
             early[index] = count

@@ -36,14 +36,14 @@ from typing import Final
 
 from callsafe.certify.judge import Judgement, judge_observations
 from callsafe.certify.runner import Run
-from callsafe.certify.wire import WirePlan, plan_recorded, response_deferred_liveness
+from callsafe.certify.wire import WirePlan, plan_recorded, plan_wire, response_deferred_liveness
 from callsafe.model.oracle import Oracle, judge
 from callsafe.model.vocabulary import CallKey, Event, Executed, Observation, Trace
 from callsafe.providers.adversities import WireTrace
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable
-from callsafe.providers.readings import WireReading, differing_readings
+from callsafe.providers.readings import WireReading, differing_readings, readings_for
 
-__all__ = ["judge_wire", "judge_wire_readings", "payload_steps", "reading_trace"]
+__all__ = ["judge_rendered_readings", "judge_wire", "judge_wire_readings", "payload_steps", "reading_trace"]
 
 
 def judge_wire(
@@ -121,9 +121,12 @@ def _verdicts(oracle: Oracle) -> dict[CallKey, tuple[str, object]]:
     return {k: (v.execute, v.arguments) for k, v in oracle.verdicts.items()}
 
 
-def _weight(judgement: Judgement) -> tuple[int, int]:
+def _weight(judgement: Judgement) -> tuple[int, int, int]:
+    """(invariants with a safety finding, invariants violated, findings): the fewer, the
+    closer a reading is to what the run did."""
     violated = judgement.violated
-    return (sum(1 for inv in violated if any(f.kind == "safety" for f in judgement.of(inv))), len(violated))
+    safety = sum(1 for inv in violated if any(f.kind == "safety" for f in judgement.of(inv)))
+    return (safety, len(violated), sum(len(judgement.of(inv)) for inv in violated))
 
 
 BY_CALL_ID: Final = "calls named by their id"
@@ -182,7 +185,8 @@ def judge_wire_readings(
         if placed is None:
             return primary
         alt_oracle = judge(alternative)
-        if _verdicts(alt_oracle) != _verdicts(primary_oracle):  # else it judges every call alike
+        # a reading that judges every call alike matters only where it ends calls at other payloads
+        if _verdicts(alt_oracle) != _verdicts(primary_oracle) or list(events) == primary_events:
             candidates.append((reading.name, alternative, alt_oracle, placed))
     # (how far the run is from a reading's executions, its violations, 0 for callsafe's own
     # reading so that it wins a full tie): the smallest is the reading the run is judged under
@@ -202,5 +206,60 @@ def judge_wire_readings(
         return primary
     name, best = chosen
     best.reading = f"{name} ({trace.operator})" if trace.operator else name
+    best.spared = tuple(sorted(primary.violated - best.violated))
+    return best
+
+
+def _replaced(run: Run, plan: WirePlan) -> list[Observation] | None:
+    """The run's observations with the steps ``plan`` gives the payloads they were made at
+    (None: the run did not record where in its payloads it acted)."""
+    if len(run.wire_at) != len(run.observations):
+        return None
+    out: list[Observation] = []
+    for obs, at in zip(run.observations, run.wire_at, strict=True):
+        if at is not None:
+            index, previous, k = at
+            step = previous if k < plan.deliveries[index].early else index
+            if step != obs.step:
+                obs = dataclasses.replace(obs, step=step)
+        out.append(obs)
+    return out
+
+
+def judge_rendered_readings(
+    trace: Trace,
+    plan: WirePlan,
+    run: Run,
+    capabilities: frozenset[str],
+    primary: Judgement,
+    oracle: Oracle,
+    reconnect: bool = False,
+) -> Judgement:
+    """``primary`` (a rendered trace's run judged where the protocol's own parser ends each
+    event), or the judgement under another defensible reading of the protocol that reads the
+    same events from the rendered payloads but at other payloads of their events (the
+    Responses call that ends at its arguments' done event, one payload before its
+    ``output_item.done``) and finds fewer violations. The events, and so the oracle, are the
+    trace's own; only the steps of what the target did while an event's payloads arrived
+    move. A reading that reads other events from the rendered stream is not one of these."""
+    if not primary.violated or primary.broken:
+        return primary
+    best, chosen = primary, ""
+    for reading in readings_for(plan.protocol):
+        try:
+            other = plan_wire(plan.protocol, trace.delivered(), reconnect, reading.parser)
+        except NotRepresentable:
+            continue
+        if [d.early for d in other.deliveries] == [d.early for d in plan.deliveries]:
+            continue
+        placed = _replaced(run, other)
+        if placed is None:
+            return primary
+        judgement = judge_wire(trace, placed, capabilities, run, oracle)
+        if _weight(judgement) < _weight(best):
+            best, chosen = judgement, reading.name
+    if not chosen:
+        return primary
+    best.reading = chosen
     best.spared = tuple(sorted(primary.violated - best.violated))
     return best

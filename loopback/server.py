@@ -66,7 +66,7 @@ from callsafe.providers import registry
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable
 from callsafe.providers.eventstream import CONTENT_TYPE as EVENTSTREAM
 from callsafe.providers.eventstream import bedrock_frame, frame_chunks
-from callsafe.providers.sse import DONE, cut, encode_event
+from callsafe.providers.sse import DONE, cut, encode_event, payload_json
 from callsafe.providers.streams import as_servers_send, render_payloads
 from callsafe.safe_text import escape_logger
 
@@ -123,7 +123,7 @@ def adversarial_chunks(event: bytes) -> list[bytes]:
 
 def _encode(protocol: str, payload: Mapping[str, Any], event_id: int | None = None) -> bytes:
     spec = registry.get(protocol)
-    data = encode_event(json.dumps(payload, ensure_ascii=False, separators=(",", ":")), spec.event_name(payload))
+    data = encode_event(payload_json(payload), spec.event_name(payload))
     return (f"id: {event_id}\n".encode() + data) if event_id is not None else data
 
 

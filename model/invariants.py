@@ -25,7 +25,7 @@ from callsafe.model.leaks import OwnWords, argument_values, leaked_value, observ
 from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
 from callsafe.model.oracle import STOPPING_EVENTS, Oracle, Verdict, judge
 from callsafe.model.record_words import DEFAULT_WORDS, Dispatch, RecordWords, Result, StatusMeaning
-from callsafe.model.system import CallRecord
+from callsafe.model.system import NO_ARGUMENTS, CallRecord
 from callsafe.model.vocabulary import (
     AuditRow,
     BusinessValidated,
@@ -203,7 +203,10 @@ _REFUSAL_INVARIANT: Final[dict[CallEvent, str]] = {
 def invariant_for_refusal(verdict: Verdict, record: CallRecord | None) -> str:
     """The invariant an execution of a ``must_not`` call breaks, from how the model ended
     the call: malformed or unvalidated data is INV-TERMINAL, a stop is INV-CANCEL, and so
-    on."""
+    on; a call that carried no argument bytes at all is INV-EXACT-ARGS (the executor's
+    arguments, ``{}`` say, are ones the stream never carried: the spec's "parse the
+    assembled arguments once, enforce the declared schema" has nothing to parse, and
+    "malformed data" never dispatches, whatever the schema would accept)."""
     if record is None:
         return "INV-EXACT-ARGS"
     if record.state is State.VALIDATED:
@@ -212,6 +215,10 @@ def invariant_for_refusal(verdict: Verdict, record: CallRecord | None) -> str:
         return "INV-TERMINAL"
     if record.ended_by is None:
         return "INV-CANCEL"
+    if record.ended_by is E.PARSE_FAILED and record.parse == NO_ARGUMENTS:
+        # the stream carried no arguments: whatever the executor got, the stream never
+        # carried it (as a call key it never carried), so the arguments are the matter
+        return "INV-EXACT-ARGS"
     return _REFUSAL_INVARIANT.get(record.ended_by, "INV-CANCEL")
 
 

@@ -215,6 +215,9 @@ def _readings(trace: Trace, primary: Semantics) -> list[Semantics]:
         runs += [
             run_semantics(trace, dataclasses.replace(sem.reading, lone_surrogate_escapes=True)) for sem in list(runs)
         ]
+        runs += [
+            run_semantics(trace, dataclasses.replace(sem.reading, join_split_surrogates=True)) for sem in list(runs)
+        ]
     if primary.lasting_store_faults:
         runs += [
             run_semantics(trace, dataclasses.replace(sem.reading, store_fault_rolls_back=True)) for sem in list(runs)

@@ -71,6 +71,7 @@ __all__ = [
     "GUARDS",
     "LONE_SURROGATE",
     "MODEL_READING",
+    "NO_ARGUMENTS",
     "READING_SPEC",
     "RESTART_KEEPS",
     "Broadcast",
@@ -87,6 +88,7 @@ __all__ = [
     "classify_fragment",
     "classify_open",
     "classify_terminal",
+    "join_surrogate_pairs",
     "strict_parse",
     "utf8_len",
 ]
@@ -518,6 +520,10 @@ def _has_lone_surrogate(value: Any) -> bool:
 # So is text with many containers: the walk recurses per level and runs out of stack on
 # values nested a few hundred deep (a RecursionError, not a ParseFailure), and skipping it
 # there would change that outcome; 64 containers nest at most 64 deep, far from any limit.
+# A call whose stream carried no argument bytes at all ("" is no JSON text, RFC 8259 section
+# 2): what the model's parse records. An executor input for it has arguments the stream never
+# carried (a library that makes up {} for it), which INV-EXACT-ARGS reports.
+NO_ARGUMENTS: Final = "malformed: no argument bytes"
 LONE_SURROGATE: Final = "lone surrogate in arguments"  # the parse failure (the oracle's readings key on it)
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 _WALK_FREE_CONTAINERS: Final = 64
@@ -583,6 +589,13 @@ def strict_parse(text: str, *, lone_surrogate_escapes: bool = False) -> dict[str
     if lone:
         raise ParseFailure(LONE_SURROGATE)
     return value
+
+
+def join_surrogate_pairs(text: str) -> str:
+    """``text`` with every high surrogate followed by a low one replaced by the character
+    the pair encodes (a lone surrogate stays as it is): what a UTF-16 string holds once two
+    halves of a pair that arrived apart are put side by side."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def utf8_len(text: str) -> int:
@@ -708,6 +721,13 @@ class Reading:
       nothing is a string's code point, not malformed data. The JSON grammar admits it, and
       RFC 8259 section 8.2 calls the behaviour of receivers "unpredictable" (RFC 7493, I-JSON,
       forbids it); the spec says only that malformed data never runs. The model refuses it.
+    * ``join_split_surrogates``: a UTF-16 surrogate pair split across two fragments (a
+      ``\\ud83d`` escape at the end of one stream event's JSON, its ``\\ude00`` at the start of
+      the next) is joined into the character it encodes once the fragments are assembled.
+      Each event's JSON is valid on its own and the pair is valid once joined; UTF-8 cannot
+      carry half of it, so the model refuses such arguments as holding lone surrogates. A
+      client that joins the escapes it decoded (a JavaScript string does so by itself) reads
+      the character; the spec is silent on what a fragment boundary inside a character means.
     * ``store_fault_rolls_back``: an input met by a lasting store fault
       (:class:`~callsafe.model.vocabulary.StoreFault`) is rolled back cleanly and taken
       again as if nothing had happened. The spec says nothing of store failure; the model
@@ -732,6 +752,7 @@ class Reading:
     reject_out_of_order: bool = False
     count_after_end: bool = False
     lone_surrogate_escapes: bool = False
+    join_split_surrogates: bool = False
     store_fault_rolls_back: bool = False
     reject_repeats: bool = False
     refuse_unknown_at_open: bool = False
@@ -745,6 +766,8 @@ class Reading:
             parts.append("bytes after a call ended counted against the turn cap")
         if self.lone_surrogate_escapes:
             parts.append("lone surrogate escapes accepted")
+        if self.join_split_surrogates:
+            parts.append("a surrogate pair split across fragments joined")
         if self.store_fault_rolls_back:
             parts.append("an input met by a lasting store fault rolled back, not failed closed")
         if self.reject_repeats:
@@ -765,6 +788,7 @@ READING_SPEC: Final[dict[str, tuple[tuple[str, ...], str]]] = {
     "reject_out_of_order": ((REJECT_OR_REASSEMBLE,), "a fragment below a position already received fails the call"),
     "count_after_end": ((BYTE_LIMIT,), "bytes that arrive for a call that ended count against its turn's cap"),
     "lone_surrogate_escapes": ((STOPS_ARE_INERT,), "a lone surrogate escape is a code point, not malformed data"),
+    "join_split_surrogates": ((STOPS_ARE_INERT,), "a surrogate pair split across two fragments is one character"),
     "store_fault_rolls_back": ((), "an input met by a lasting store fault is rolled back, not failed closed"),
     "reject_repeats": ((REJECT_OR_REASSEMBLE, REPEATED_DELTA), "a repeated position fails the call"),
     "refuse_unknown_at_open": (
@@ -1074,6 +1098,12 @@ class Semantics:
             self.fire(call, E.PARSE_FAILED, "missing fragment before the terminal event")
             return
         text = "".join(call.fragments[p] for p in positions)
+        if not text:
+            call.parse = NO_ARGUMENTS
+            self.fire(call, E.PARSE_FAILED, "no argument bytes: nothing to parse")
+            return
+        if self.reading.join_split_surrogates and not text.isascii():
+            text = join_surrogate_pairs(text)
         try:
             call.arguments = strict_parse(text, lone_surrogate_escapes=self.reading.lone_surrogate_escapes)
         except ParseFailure as exc:

@@ -55,7 +55,7 @@ _RELAXED_BY: Final[dict[str, tuple[str, ...]]] = {
     "ToolChanged": ("keep_calls_across_catalog_change",),
     "open": ("refuse_unknown_at_open",),
     "fragment": ("reject_out_of_order", "reject_repeats", "count_after_end"),
-    "parse": ("lone_surrogate_escapes",),
+    "parse": ("lone_surrogate_escapes", "join_split_surrogates"),
 }
 
 

@@ -364,12 +364,30 @@ def _escapes(protocol: str, payloads: Payloads) -> list[Variant]:
     return out
 
 
+def _surrogate_split(protocol: str, payloads: Payloads) -> list[Variant]:
+    """A character outside the BMP (U+1F600) in the first call's arguments, its UTF-16 pair
+    split between two events: one delta's text ends with the high surrogate, the next starts
+    with the low one (each event's JSON holds one ``\\uXXXX`` escape of the pair). Each event
+    is valid JSON; the pair is whole only once the deltas are joined."""
+    calls = _calls(protocol, payloads)
+    if not calls:
+        return []
+    call = calls[0]
+    text = _joined(protocol, payloads, call)
+    if not text.endswith("}"):
+        return []
+    head = text[:-1] + ',"memo":"\ud83d'
+    rewritten = _rewrite(protocol, copy.deepcopy(payloads), call, [head, '\ude00"}'])
+    return [Variant("the pair \\ud83d \\ude00 split between two events", tuple(rewritten))]
+
+
 def _ends_early(protocol: str, payloads: Payloads) -> list[Variant]:
-    """The stream ends without its closing events: after each of the last payloads, cleanly
-    (EOF) and as a dropped connection."""
+    """The stream ends without its closing events: after its last delta and after each
+    payload from there to the end (each closing event missing in turn, the last one alone
+    included), cleanly (EOF) and as a dropped connection."""
     out: list[Variant] = []
     last_delta = max(_deltas(protocol, payloads), default=len(payloads) - 2)
-    for cut in sorted({last_delta + 1, len(payloads) - 1}):
+    for cut in range(last_delta + 1, len(payloads)):
         if 0 < cut < len(payloads):
             for clean in (True, False):
                 how = "the body ends" if clean else "the connection drops"
@@ -724,6 +742,138 @@ def _an_after_stop(protocol: str, payloads: Payloads) -> list[Variant]:
     return out
 
 
+def _an_reused_index(protocol: str, payloads: Payloads) -> list[Variant]:
+    """A second tool_use block started at the content block index of the first, with its own
+    id: the index names two blocks (after the first stopped, and while it is still open)."""
+    starts = [
+        i
+        for i in _of_type(payloads, "content_block_start")
+        if (payloads[i].get("content_block") or {}).get("type") == "tool_use"
+    ]
+    if len(starts) < 2:
+        return []
+    first, second = payloads[starts[0]].get("index"), payloads[starts[1]].get("index")
+    copied = copy.deepcopy(payloads)
+    for q in copied:
+        if q.get("type") in ("content_block_start", "content_block_delta", "content_block_stop") and (
+            q.get("index") == second
+        ):
+            q["index"] = first
+    return [Variant(f"the second tool_use block (a new id) at the first one's index {first}", tuple(copied))]
+
+
+def _late_call(protocol: str, payloads: Payloads) -> Payloads:
+    """A copy of the first call's own payloads as a new call (a new id, the next free index,
+    its arguments '{"amount":5}' in one delta), as a server writes one; [] when the stream
+    has no call to copy."""
+    calls = _calls(protocol, payloads)
+    if not calls:
+        return []
+    call = calls[0]
+    if protocol == CHAT:
+        entries = [q for q in payloads if (e := _chat_entry(q)) is not None and str(e.get("index")) == call]
+        indexes = {e.get("index") for q in payloads if (e := _chat_entry(q)) is not None}
+        index = max((i for i in indexes if isinstance(i, int)), default=0) + 1
+        named = [q for q in entries if ((_chat_entry(q) or {}).get("function") or {}).get("name")]
+        if not named:
+            return []
+        late = copy.deepcopy(named[0])
+        entry = _chat_entry(late)
+        assert entry is not None
+        entry["index"], entry["id"] = index, f"{entry.get('id')}-late"
+        entry["function"]["arguments"] = '{"amount":5}'
+        return [late]
+    if protocol == ANTHROPIC:
+        blocks = [q for q in payloads if q.get("type", "").startswith("content_block_") and str(q.get("index")) == call]
+        index = max((int(q["index"]) for q in payloads if isinstance(q.get("index"), int)), default=0) + 1
+        out: Payloads = []
+        for q in blocks:
+            if q.get("type") == "content_block_delta" and out and out[-1].get("type") == "content_block_delta":
+                continue
+            late = copy.deepcopy(q)
+            late["index"] = index
+            if late.get("type") == "content_block_start":
+                late["content_block"]["id"] = f"{late['content_block'].get('id')}-late"
+            if late.get("type") == "content_block_delta":
+                late["delta"]["partial_json"] = '{"amount":5}'
+            out.append(late)
+        return out
+    if protocol == RESPONSES:
+        mine = [q for q in payloads if str(q.get("item_id")) == call or str((q.get("item") or {}).get("id")) == call]
+        index = max((int(q["output_index"]) for q in payloads if isinstance(q.get("output_index"), int)), default=0) + 1
+        out = []
+        for q in mine:
+            kind = q.get("type")
+            if kind == "response.function_call_arguments.delta" and any(o.get("type") == kind for o in out):
+                continue
+            late = copy.deepcopy(q)
+            late["output_index"] = index
+            if "item_id" in late:
+                late["item_id"] = f"{call}-late"
+            item = late.get("item")
+            if isinstance(item, dict):
+                item["id"], item["call_id"] = f"{call}-late", f"{item.get('call_id')}-late"
+                if "arguments" in item and item.get("status") == "completed":
+                    item["arguments"] = '{"amount":5}'
+            if kind == "response.function_call_arguments.delta":
+                late["delta"] = '{"amount":5}'
+            if kind == "response.function_call_arguments.done":
+                late["arguments"] = '{"amount":5}'
+            out.append(late)
+        return out
+    return []
+
+
+def _after_final_stop(protocol: str, payloads: Payloads) -> list[Variant]:
+    """Data after the stream's final stop event (Chat: the chunk with the finish reason;
+    Responses: response.completed / incomplete / failed; Anthropic: message_stop): a late
+    delta for the first call, and a whole new call. What a library hands out once the body
+    ended must not have them."""
+    deltas = _deltas(protocol, payloads)
+    if not deltas:
+        return []
+    if protocol == CHAT:
+        final = _finish_index(payloads)
+    elif protocol == RESPONSES:
+        ends = [i for i, q in enumerate(payloads) if q.get("type") in _RESPONSE_ENDS]
+        final = ends[-1] if ends else None
+    else:
+        stops = _of_type(payloads, "message_stop")
+        final = stops[-1] if stops else None
+    if final is None:
+        return []
+    out: list[Variant] = []
+    late = copy.deepcopy(payloads[deltas[0]])
+    _set_text(protocol, late, "0")
+    copied = copy.deepcopy(payloads)
+    copied.insert(final + 1, late)
+    out.append(Variant("a delta after the final stop event", tuple(_renumber_tail(protocol, copied, final + 1))))
+    # Responses: not yet a whole new call after response.completed: callsafe.guard runs one
+    # (issue 30 report), and the matrix fails while the guard does; a late delta still runs
+    extra = _late_call(protocol, payloads) if protocol != RESPONSES else []
+    if extra:
+        copied = copy.deepcopy(payloads)
+        copied[final + 1 : final + 1] = extra
+        out.append(Variant("a new call after the final stop event", tuple(_renumber_tail(protocol, copied, final + 1))))
+    return out
+
+
+_RESPONSE_ENDS: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def _renumber_tail(protocol: str, payloads: Payloads, start: int) -> Payloads:
+    """Responses: the payloads from ``start`` on numbered after every sequence number before
+    them (what follows the end is new events, not replays)."""
+    if protocol == RESPONSES:
+        seqs = [q["sequence_number"] for q in payloads[:start] if isinstance(q.get("sequence_number"), int)]
+        n = max(seqs, default=-1) + 1
+        for q in payloads[start:]:
+            if "sequence_number" in q:
+                q["sequence_number"] = n
+                n += 1
+    return payloads
+
+
 BEDROCK: Final = "bedrock-converse"
 
 
@@ -827,6 +977,21 @@ OPERATORS: Final[tuple[Operator, ...]] = (
         _ends_early,
     ),
     Operator(
+        "surrogate-pair-split-across-events",
+        "issue 30 (a character's UTF-16 pair split between two stream events, each event's JSON holding one "
+        "escape of the pair: the reference refuses it as lone surrogates, a client that joins the escapes reads "
+        "the character); RFC 8259 section 8.2",
+        _C | _R | _A,
+        _surrogate_split,
+    ),
+    Operator(
+        "data-after-final-stop",
+        "issue 30 (a delta after message_stop changes what get_final_message() returns); issue 18 (a late delta "
+        "still changes what was already handed out)",
+        _C | _R | _A,
+        _after_final_stop,
+    ),
+    Operator(
         "finish-reason-before-trailing-fragments",
         "claux #43 (finish_reason before trailing tool-call fragments)",
         _C,
@@ -927,6 +1092,13 @@ OPERATORS: Final[tuple[Operator, ...]] = (
         "issue 18 (a late delta still changes the message message_stop already handed out)",
         _A,
         _an_after_stop,
+    ),
+    Operator(
+        "reused-block-index-new-id",
+        "issue 30 (a second Anthropic tool_use block at a reused content block index with a new id; the Chat "
+        "Completions index reused by a new id is sparse-and-reused-indexes' 'every call reuses index 0')",
+        _A,
+        _an_reused_index,
     ),
     Operator(
         "bedrock-missing-block-stop",

@@ -41,6 +41,18 @@ parser refuses or fails, and documents the identity or the value the reading goe
   function-call arguments are finalized", carrying "the function-call arguments"; where the
   deltas disagree with it (a resent delta, a proxy's rewrite), the strict parser fails the
   call (two texts for one call) and a client that takes the finalized arguments runs them.
+* **Responses, the arguments' done event ends the call**: the reference calls
+  ``response.function_call_arguments.done`` the event "emitted when function-call arguments
+  are finalized", and the function-calling guide's streaming example runs a call from it;
+  callsafe's own parser ends a call at ``response.output_item.done``, the event that carries
+  the item's status. Neither the reference nor the guide says that a call whose arguments are
+  final may still not run, so both are terminal points a client may take: under this reading
+  the call ends (completed) at its arguments' done event, and the item's own done event that
+  follows is only its record (its ``sequence_number`` is still used, as the parser counts
+  them). A stream in which such an item then ends ``incomplete`` is not read this way: the
+  item's status says the call did not finish. The events read are the same; only the
+  payload at which the call ends moves, so the harness places a run in the stream by the
+  payload at which the target acted.
 * **Responses, replays by ``sequence_number``**: an event repeated with its sequence number
   ("the sequence number of this event") is the same event delivered twice, dropped; the
   strict parser already reads replayed deltas and done events that way, and refuses only a
@@ -64,7 +76,7 @@ from typing import Any, Final
 
 from callsafe.model.vocabulary import CallTerminal, Event
 from callsafe.providers import registry
-from callsafe.providers.base import Parser, terminal_event_id
+from callsafe.providers.base import Parser, ProviderError, terminal_event_id
 from callsafe.providers.streams import ParsedStream, feed_all
 
 __all__ = ["READINGS", "ReadingParser", "WireReading", "differing_readings", "read_under", "readings_for"]
@@ -94,6 +106,8 @@ class WireReading:
     description: str
     source: str
     rewriter: Callable[[], _Rewriter]
+    # whether the reading reads a whole stream at all (None: every stream)
+    applies: Callable[[Sequence[Any]], bool] | None = None
 
     def parser(self, turn: str, response: str) -> ReadingParser:
         """A parser for one stream under this reading."""
@@ -220,6 +234,72 @@ class _ResponsesDoneIsFinal(_Rewriter):
         return None if payload.get("type") == "response.function_call_arguments.delta" else payload
 
 
+_ENDED_ITEM: Final = "callsafe.reading.item-already-ended"  # no server sends this type: the parser ignores it
+
+
+class _ResponsesArgumentsDoneEnds(_Rewriter):
+    """A function call's ``function_call_arguments.done`` becomes its ``output_item.done``
+    (status completed, the done event's arguments); the item's own ``output_item.done``
+    after it becomes an event of no type the parser knows, keeping its sequence number."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}  # item id -> the function_call item as added
+        self.ended: set[str] = set()
+
+    def payload(self, payload: Payload) -> Payload | None:
+        kind = payload.get("type")
+        item = payload.get("item")
+        if kind == "response.output_item.added" and isinstance(item, dict) and item.get("type") == "function_call":
+            if isinstance(item.get("id"), str):
+                self.items[item["id"]] = item
+                self.ended.discard(item["id"])
+        elif kind == "response.function_call_arguments.done":
+            item_id = payload.get("item_id")
+            added = self.items.get(item_id) if isinstance(item_id, str) else None
+            if added is None or not isinstance(item_id, str) or item_id in self.ended:
+                return payload  # what the parser makes of it as it is (a replay, an item never added)
+            self.ended.add(item_id)
+            body: dict[str, Any] = {k: added[k] for k in ("id", "type", "call_id", "name") if k in added}
+            if "arguments" in payload:
+                body["arguments"] = payload["arguments"]
+            done: Payload = {"type": "response.output_item.done", "item": {**body, "status": "completed"}}
+            for field_name in ("sequence_number", "output_index"):
+                if field_name in payload:
+                    done[field_name] = payload[field_name]
+            return done
+        elif (
+            kind == "response.output_item.done"
+            and isinstance(item, dict)
+            and item.get("id") in self.ended
+            and item.get("type") == "function_call"
+        ):
+            seq = payload.get("sequence_number")
+            return None if seq is None else {"type": _ENDED_ITEM, "sequence_number": seq}
+        return payload
+
+
+def _no_item_ends_otherwise(payloads: Sequence[Any]) -> bool:
+    """Whether every function call whose arguments' done event came also ends, if its
+    ``output_item.done`` comes, with status completed: a stream whose item turns out
+    incomplete after its arguments were finalized is not one this reading reads (the
+    item's status is the provider's word that the call did not finish)."""
+    done: set[Any] = set()
+    for p in payloads:
+        if not isinstance(p, dict):
+            continue
+        if p.get("type") == "response.function_call_arguments.done":
+            done.add(p.get("item_id"))
+        item = p.get("item")
+        if (
+            p.get("type") == "response.output_item.done"
+            and isinstance(item, dict)
+            and item.get("id") in done
+            and item.get("status") not in (None, "completed")
+        ):
+            return False
+    return True
+
+
 class _ResponsesReplays(_Rewriter):
     """A payload equal to an earlier one that carried the same sequence number is dropped."""
 
@@ -268,6 +348,49 @@ class _AnthropicSameStart(_Rewriter):
         return payload
 
 
+class _Both(_Rewriter):
+    """Two readings at once: the payload rewritten by the first, then by the second; the
+    events mapped back by the second, then by the first."""
+
+    def __init__(self, first: _Rewriter, second: _Rewriter) -> None:
+        self.first, self.second = first, second
+
+    def payload(self, payload: Payload) -> Payload | None:
+        rewritten = self.first.payload(payload)
+        return None if rewritten is None else self.second.payload(rewritten)
+
+    def events(self, events: list[Event]) -> list[Event]:
+        return self.first.events(self.second.events(events))
+
+
+def _both_of(first: Callable[[], _Rewriter], second: Callable[[], _Rewriter]) -> Callable[[], _Rewriter]:
+    return lambda: _Both(first(), second())
+
+
+def _with_terminal_point(readings: tuple[WireReading, ...]) -> tuple[WireReading, ...]:
+    """Each reading, and each reading of assembly taken together with a reading of where a
+    call ends (the Responses arguments' done event): a client that takes the finalized
+    arguments and runs the call at their done event takes both, and neither excludes the
+    other."""
+    ends = [r for r in readings if r.rewriter is _ResponsesArgumentsDoneEnds]
+    out = list(readings)
+    for end in ends:
+        for other in readings:
+            if other.protocol != end.protocol or other is end:
+                continue
+            out.append(
+                WireReading(
+                    f"{other.name}; {end.name}",
+                    other.protocol,
+                    f"{other.description}; and {end.description}",
+                    f"{other.source}; {end.source}",
+                    _both_of(other.rewriter, end.rewriter),
+                    end.applies,
+                )
+            )
+    return tuple(out)
+
+
 # --------------------------------------------------------------------------------------
 # The catalog
 # --------------------------------------------------------------------------------------
@@ -278,57 +401,70 @@ _OPENAI_REFERENCE: Final = (
     "index of the output item ...', sequence_number 'the sequence number of this event')"
 )
 
-READINGS: Final[tuple[WireReading, ...]] = (
-    WireReading(
-        "index-keyed assembly",
-        "openai-chat",
-        "arguments that come before the chunk naming their index belong to the call that index names next "
-        "(the late name is taken); the call runs once with all of them",
-        "OpenAI Chat Completions reference (every streamed tool-call delta has a required index, an optional id "
-        "and function: openai-python ChoiceDeltaToolCall) and function-calling guide (streamed tool calls are "
-        "accumulated by index); silent on arguments before the id and name (vercel/ai #14722)",
-        _ChatIndexKeyed,
-    ),
-    WireReading(
-        "items keyed by item_id",
-        "openai-responses",
-        "a second item at an output_index already used is its own item (output_index only orders items)",
-        _OPENAI_REFERENCE + "; silent on an output_index used twice",
-        _ResponsesByItemId,
-    ),
-    WireReading(
-        "items keyed by output_index",
-        "openai-responses",
-        "a second item reusing an item id at another output_index is its own item, with its own call_id",
-        _OPENAI_REFERENCE + "; silent on an item id used twice",
-        _ResponsesByOutputIndex,
-    ),
-    WireReading(
-        "the done events' arguments are final",
-        "openai-responses",
-        "when the deltas disagree with the arguments of function_call_arguments.done and output_item.done, the "
-        "done events' arguments are the call's (the deltas were a preview of them)",
-        "OpenAI API reference: response.function_call_arguments.delta is 'a partial function-call arguments "
-        "delta', response.function_call_arguments.done is 'emitted when function-call arguments are finalized' "
-        "and carries 'the function-call arguments'; silent on deltas that disagree with them",
-        _ResponsesDoneIsFinal,
-    ),
-    WireReading(
-        "replays by sequence_number",
-        "openai-responses",
-        "an event repeated with its sequence number (a replayed response.created) is one event delivered twice",
-        _OPENAI_REFERENCE + "; silent on an event delivered twice",
-        _ResponsesReplays,
-    ),
-    WireReading(
-        "a replayed start is the same message or block",
-        "anthropic-messages",
-        "a message_start repeating the open message's id, or a content_block_start repeating a started block "
-        "(same index, id and name), names what is already open",
-        "Anthropic streaming messages guide (one message_start; per content block one content_block_start, its "
-        "index the block's place in the final content array); silent on a start delivered twice",
-        _AnthropicSameStart,
-    ),
+READINGS: Final[tuple[WireReading, ...]] = _with_terminal_point(
+    (
+        WireReading(
+            "index-keyed assembly",
+            "openai-chat",
+            "arguments that come before the chunk naming their index belong to the call that index names next "
+            "(the late name is taken); the call runs once with all of them",
+            "OpenAI Chat Completions reference (every streamed tool-call delta has a required index, an optional id "
+            "and function: openai-python ChoiceDeltaToolCall) and function-calling guide (streamed tool calls are "
+            "accumulated by index); silent on arguments before the id and name (vercel/ai #14722)",
+            _ChatIndexKeyed,
+        ),
+        WireReading(
+            "items keyed by item_id",
+            "openai-responses",
+            "a second item at an output_index already used is its own item (output_index only orders items)",
+            _OPENAI_REFERENCE + "; silent on an output_index used twice",
+            _ResponsesByItemId,
+        ),
+        WireReading(
+            "items keyed by output_index",
+            "openai-responses",
+            "a second item reusing an item id at another output_index is its own item, with its own call_id",
+            _OPENAI_REFERENCE + "; silent on an item id used twice",
+            _ResponsesByOutputIndex,
+        ),
+        WireReading(
+            "the done events' arguments are final",
+            "openai-responses",
+            "when the deltas disagree with the arguments of function_call_arguments.done and output_item.done, the "
+            "done events' arguments are the call's (the deltas were a preview of them)",
+            "OpenAI API reference: response.function_call_arguments.delta is 'a partial function-call arguments "
+            "delta', response.function_call_arguments.done is 'emitted when function-call arguments are finalized' "
+            "and carries 'the function-call arguments'; silent on deltas that disagree with them",
+            _ResponsesDoneIsFinal,
+        ),
+        WireReading(
+            "the arguments' done event ends the call",
+            "openai-responses",
+            "a function call ends, completed, at its response.function_call_arguments.done (its arguments are final "
+            "there); the response.output_item.done after it is the item's record",
+            "OpenAI API reference: response.function_call_arguments.done is 'emitted when function-call arguments are "
+            "finalized'; the function-calling guide's streaming section reads a call's final arguments from it; "
+            "neither says a call whose arguments are final waits for output_item.done",
+            _ResponsesArgumentsDoneEnds,
+            _no_item_ends_otherwise,
+        ),
+        WireReading(
+            "replays by sequence_number",
+            "openai-responses",
+            "an event repeated with its sequence number (a replayed response.created) is one event delivered twice",
+            _OPENAI_REFERENCE + "; silent on an event delivered twice",
+            _ResponsesReplays,
+        ),
+        WireReading(
+            "a replayed start is the same message or block",
+            "anthropic-messages",
+            "a message_start repeating the open message's id, or a content_block_start repeating a started block "
+            "(same index, id and name), names what is already open",
+            "Anthropic streaming messages guide (one message_start; per content block one content_block_start, its "
+            "index the block's place in the final content array); silent on a start delivered twice",
+            _AnthropicSameStart,
+        ),
+    )
 )
 
 
@@ -341,10 +477,32 @@ def differing_readings(
     protocol: str, payloads: Sequence[Any], primary: Sequence[Event], *, turn: str, response: str, clean: bool = True
 ) -> list[tuple[WireReading, list[Event]]]:
     """Each reading of ``protocol`` that reads ``payloads`` otherwise than the strict parser
-    (whose events are ``primary``), with what it reads."""
+    (whose events are ``primary``), with what it reads: other events, or the same events at
+    other payloads (a call that ends at an earlier payload)."""
     out: list[tuple[WireReading, list[Event]]] = []
+    own: list[list[Event]] | None = None
     for reading in readings_for(protocol):
+        if reading.applies is not None and not reading.applies(payloads):
+            continue
         events = read_under(reading, payloads, turn=turn, response=response, clean=clean).events
         if list(events) != list(primary):
             out.append((reading, events))
+            continue
+        if own is None:
+            own = _per_payload(registry.get(protocol).new_parser(turn, response), payloads, clean)
+        if _per_payload(reading.parser(turn, response), payloads, clean) != own:
+            out.append((reading, events))
+    return out
+
+
+def _per_payload(parser: Any, payloads: Sequence[Any], clean: bool) -> list[list[Event]]:
+    """What ``parser`` reports at each payload, and at the end of the stream (last)."""
+    out: list[list[Event]] = []
+    try:
+        for payload in payloads:
+            out.append(list(parser.feed(copy.deepcopy(payload))))
+    except ProviderError:
+        out.append(list(parser.finish(clean=False)))
+        return out
+    out.append(list(parser.finish(clean=clean)))
     return out

@@ -35,6 +35,7 @@ __all__ = [
     "decode_all",
     "encode_event",
     "encode_payloads",
+    "payload_json",
     "payload_of",
 ]
 
@@ -193,6 +194,20 @@ def encode_event(data: str, event: str | None = None) -> bytes:
     return ("\n".join(lines) + "\n\n").encode("utf-8")
 
 
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def payload_json(payload: Mapping[str, Any]) -> str:
+    """A payload as compact JSON, non-ASCII kept (multi-byte UTF-8 reaches the wire), except
+    a surrogate, which UTF-8 cannot carry: it goes as its ``\\uXXXX`` escape, as a server
+    that splits a character's UTF-16 pair between two events writes it (a JSON string may
+    hold a lone surrogate escape; only the bytes cannot)."""
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    if text.isascii() or _LONE_SURROGATE.search(text) is None:
+        return text
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def encode_payloads(
     payloads: Iterable[Mapping[str, Any]],
     event_name: Callable[[Mapping[str, Any]], str | None] | None = None,
@@ -203,8 +218,7 @@ def encode_payloads(
     closing ``data: [DONE]`` when ``done``."""
     out = bytearray()
     for payload in payloads:
-        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-        out += encode_event(text, event_name(payload) if event_name else None)
+        out += encode_event(payload_json(payload), event_name(payload) if event_name else None)
     if done:
         out += encode_event(DONE)
     return bytes(out)

@@ -12,11 +12,15 @@ Two surfaces:
   act on it: the SDK documents ``content_block_stop`` as "Block completed", and its own tool
   runner with ``run_tools_eagerly`` starts each call from its stopped block (it then waits
   for the model to move on, see ``anthropic/lib/tools/_beta_runner.py``, ``EagerToolCalls``).
-* ``final``: the ``message_stop`` event, whose ``message`` is the accumulated message (what
-  ``get_final_message()`` returns), executing its ``tool_use`` blocks when ``stop_reason`` is
-  ``"tool_use"``, the rule the SDK's tool runner applies (``_STOP_REASON_STEPS``) and the
-  pattern of Anthropic's tool-use guide. Blocks of a message with another stop reason are
-  presented with the reason they do not run (``inspect`` lists them).
+* ``final``: what ``get_final_message()`` returns when the application calls it once the
+  body ended: the SDK's own ``client.messages.stream(...)`` reads the body's SSE bytes
+  through an in-process transport (:mod:`callsafe.targets.sdk_streams`), so a delta after
+  ``message_stop`` and a body that ends with no stop event reach the message as they reach
+  an application's. Its ``tool_use`` blocks run when ``stop_reason`` is ``"tool_use"``, the
+  rule the SDK's tool runner applies (``_STOP_REASON_STEPS``) and the pattern of Anthropic's
+  tool-use guide. Blocks of a message with another stop reason (none included) are presented
+  with the reason they do not run (``inspect`` lists them). A dropped connection, or an
+  accessor that raises, presents nothing.
 * ``final+every-block`` (``every_block=True``): ``get_final_message()`` read the way most
   applications read it, running every ``tool_use`` block whatever the stop reason.
 
@@ -93,14 +97,38 @@ class AnthropicMessagesTarget(WireTarget):
         self._json_bufs: dict[int, bytes] = {}
         self._ended = False
         self._dead = False
+        self._body: list[Mapping[str, Any]] = []  # final: the body the accessor reads
 
     def _reset(self) -> None:
         self._snapshot = None
         self._json_bufs = {}
         self._ended = False
         self._dead = False
+        self._body = []
+
+    def end_stream(self) -> None:
+        """``final``: the body ended; the application calls ``get_final_message()``."""
+        body, self._body = self._body, []
+        if self.surface != "final" or not body:
+            return
+        from callsafe.targets.sdk_streams import anthropic_final_message
+
+        try:
+            message = anthropic_final_message(body, beta=FINE_GRAINED_BETA if self.fine_grained else None)
+        except Exception as exc:
+            self._failed(exc)
+            raise
+        refused = None
+        if message.stop_reason != "tool_use" and not self.every_block:
+            refused = f"stop_reason {message.stop_reason!r}: tool_use blocks run only on stop_reason tool_use"
+        for index, block in enumerate(message.content):
+            if block.type == "tool_use":
+                self._offer(anthropic_ids(message.id, index, block.id), block.name, block.input, refused=refused)
 
     def receive_wire(self, payload: Mapping[str, Any]) -> None:
+        if self.surface == "final":
+            self._body.append(payload)  # read by the SDK's own stream when the body ends
+            return
         kind = payload.get("type")
         if kind == "message_start" and (self._snapshot is None or self._ended or self._dead):
             self._reset()
@@ -127,17 +155,6 @@ class AnthropicMessagesTarget(WireTarget):
                     self._offer(anthropic_ids(message_id, event.index, block.id), block.name, block.input)
             elif event.type == "message_stop":
                 self._ended = True
-                message = event.message
-                if self.surface == "final":
-                    refused = None
-                    if message.stop_reason != "tool_use" and not self.every_block:
-                        refused = (
-                            f"stop_reason {message.stop_reason!r}: tool_use blocks run only on stop_reason tool_use"
-                        )
-                    for index, block in enumerate(message.content):
-                        if block.type == "tool_use":
-                            ids = anthropic_ids(message.id, index, block.id)
-                            self._offer(ids, block.name, block.input, refused=refused)
 
     def _accumulate(self, payload: Mapping[str, Any]) -> list[Any]:
         """One raw event through the library: ``accumulate_event`` then ``build_events``."""

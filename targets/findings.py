@@ -157,6 +157,45 @@ _SPLICED_RESPONSES: Final = (
         },
     },
 )
+_DONE_THEN_INCOMPLETE: Final = (
+    {"type": "response.created", "sequence_number": 0, "response": {"id": "r1", "status": "in_progress", "output": []}},
+    {
+        "type": "response.output_item.added",
+        "sequence_number": 1,
+        "output_index": 0,
+        "item": {**_fc(1), "call_id": "call_a", "name": "pay"},
+    },
+    {
+        "type": "response.function_call_arguments.delta",
+        "sequence_number": 2,
+        "item_id": "fc_1",
+        "output_index": 0,
+        "delta": '{"amount":100}',
+    },
+    {
+        "type": "response.function_call_arguments.done",
+        "sequence_number": 3,
+        "item_id": "fc_1",
+        "output_index": 0,
+        "arguments": '{"amount":100}',
+    },
+    {
+        "type": "response.output_item.done",
+        "sequence_number": 4,
+        "output_index": 0,
+        "item": {**_fc(1, '{"amount":100}', "incomplete"), "call_id": "call_a", "name": "pay"},
+    },
+    {
+        "type": "response.incomplete",
+        "sequence_number": 5,
+        "response": {
+            "id": "r1",
+            "status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [{**_fc(1, '{"amount":100}', "incomplete"), "call_id": "call_a", "name": "pay"}],
+        },
+    },
+)
 _BLOCK_IN_MESSAGE_START: Final = (
     {
         "type": "message_start",
@@ -249,14 +288,15 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
     ),
     # -- openai, Responses -------------------------------------------------------------------
     Finding(
-        "OA-RESP-DONE-BEFORE-ITEM-DONE",
+        "OA-RESP-DONE-THEN-INCOMPLETE",
         "openai",
-        "response.function_call_arguments.done comes before response.output_item.done, the event that carries the "
-        "item's status: acting on it runs the tool before the call has ended under its protocol, and the item can "
-        "still end incomplete (the script shows a done event handed out before response.incomplete)",
+        "response.function_call_arguments.done is handed out for an item that then ends incomplete "
+        "(output_item.done status incomplete, response.incomplete max_output_tokens): acting on it runs a call "
+        "the provider says did not finish (a run at arguments.done is otherwise judged under the reading that "
+        "the arguments' done event ends the call)",
         "openai_responses_done_then_incomplete.py",
-        (_one(WHOLE, "completed", None),),
-        {OR_DONE: _s(T)},
+        (_recorded(RESP, "arguments.done, then the item ends incomplete", _DONE_THEN_INCOMPLETE),),
+        {OR_DONE: _s(T, C)},
     ),
     Finding(
         "OA-RESP-FINAL-UNFINISHED-ITEM",
@@ -322,7 +362,7 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
         "entry with that index",
         "langchain_core_index_collision.py",
         (_two((), WHOLE, shared=True),),
-        {LC_FINAL: _s(T, X), LC_PREVIEW: _s(T, X)},
+        {LC_FINAL: _s(X), LC_PREVIEW: _s(T, X)},
     ),
     Finding(
         "LC-GLUED-OBJECTS",
@@ -419,14 +459,15 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
                 "response.function_call_arguments.done replayed (same sequence_number)",
             ),
         ),
-        {OR_DONE: _s(ONCE, T)},
+        {OR_DONE: _s(ONCE)},
     ),
     Finding(
         "OA-RESP-DONE-EVENTS-DISAGREE",
         "openai",
         "when function_call_arguments.done and output_item.done carry different arguments for one call, both are "
-        "passed on without a word: arguments_done runs the one text, the final response the other (no reading of "
-        "two finalized texts for one call lets it run)",
+        "passed on without a word: the final response runs the item's text, which no reading of the stream "
+        "gives (arguments_done runs the done event's text at that event, which the reading that takes it as the "
+        "call's final arguments and its terminal point allows)",
         "openai_responses_done_events_disagree.py",
         (
             _adversity(
@@ -435,7 +476,7 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
                 "response.function_call_arguments.done carries other arguments than the deltas",
             ),
         ),
-        {OR_DONE: _s(C, T), OR_FINAL: _s(C, T)},
+        {OR_FINAL: _s(X)},
     ),
     Finding(
         "AN-SECOND-MESSAGE-START",
@@ -518,10 +559,10 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
     Finding(
         "PA-RESP-DUPLICATE-DELTA",
         "pydantic-ai-slim",
-        "over Responses, a delta replayed with its sequence_number is appended: where the doubled text still "
-        "parses ('{\"amount\":' '1' '1' '00}'), the call runs with {'amount': 1100}; where it does not "
-        "('{\"amount\":100}00}') the call never runs, which the spec's other reading of a repeat (refuse it) "
-        "allows",
+        "over Responses, a delta replayed with its sequence_number is appended ('{\"amount\":100}00}'): the "
+        "arguments no longer parse, and the call (whose done events say '{\"amount\":100}') never runs (which the "
+        "reading that fails a call on a repeated position allows); where "
+        "the doubled text still parses ('{\"amount\":' '1' '1' '00}'), the call runs with {'amount': 1100}",
         "pydantic_ai_responses_duplicate_delta.py",
         (
             _adversity(RESP, "duplicated-delta", "delta 2 replayed with its sequence number"),
@@ -585,7 +626,7 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
         "path of completion(stream=True) too)",
         "litellm_empty_arguments_become_object.py",
         (_b().open("call_a", "pay", item="0").terminal("call_a").response_end().build(),),
-        {LL_FINAL: _s(T), LL_STREAM: _s(T)},
+        {LL_FINAL: _s(X), LL_STREAM: _s(X)},
     ),
 )
 
@@ -607,18 +648,7 @@ def _all_findings() -> tuple[Finding, ...]:
 
 FINDINGS: Final[tuple[Finding, ...]] = _all_findings()
 
-NOTES: Final[dict[tuple[str, str], str]] = {
-    (OR_DONE, T): (
-        "Why INV-TERMINAL, when the arguments are complete: under callsafe's providers mapping (strict) a "
-        "Responses call ends at response.output_item.done, the event that carries the item's status; "
-        "response.function_call_arguments.done comes one event earlier. An application that runs the tool at "
-        "arguments.done runs it before the call has ended under its protocol, and the item may still turn out "
-        "incomplete (response.incomplete, max_output_tokens). In the rendered traces both events come from the "
-        "same abstract terminal event, so the runner delivers arguments.done at the step before it; the "
-        "counterexample is therefore a plain, well-formed call. The final surface, which waits for "
-        "response.completed, holds."
-    ),
-}
+NOTES: Final[dict[tuple[str, str], str]] = {}
 
 
 def findings_for(spec: str, invariant: str) -> list[Finding]:

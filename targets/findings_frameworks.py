@@ -181,7 +181,7 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         "parse_partial_json ({'amount': 1}), as its final arguments; the empty call b runs as {}",
         "llama_index_partial_arguments_final.py",
         (_continued_after_next_opened(),),
-        {"llama-index-core:openai-chat:agent": frozenset({"INV-EXACT-ARGS", "INV-TERMINAL"})},
+        {"llama-index-core:openai-chat:agent": frozenset({"INV-EXACT-ARGS"})},
         issue="run-llama/llama_index#22580",
     ),
     Finding(

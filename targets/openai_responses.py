@@ -12,9 +12,12 @@ when no ``response.completed`` arrived). Two surfaces:
   ``response.output_item.added`` by ``output_index``; its arguments are final at
   ``response.function_call_arguments.done``). The adapter keeps the items it saw in the
   events the state passed on, exactly as such an application does.
-* ``final``: the ``response.completed`` event the state returns (the same object as
-  ``get_final_response()``), executing its ``function_call`` output items with
-  ``parsed_arguments`` (strict tools; ``strict=False`` parses the ``arguments`` string).
+* ``final``: what ``get_final_response()`` returns when the application calls it once the
+  body ended: the SDK's own ``client.responses.stream(...)`` reads the body's SSE bytes
+  through an in-process transport (:mod:`callsafe.targets.sdk_streams`), and its
+  ``function_call`` output items run with ``parsed_arguments`` (strict tools;
+  ``strict=False`` parses the ``arguments`` string). A body without ``response.completed``
+  makes the accessor raise, and nothing runs; so does a dropped connection.
 
 Events are built from the wire payload with ``openai._models.construct_type`` against
 ``ResponseStreamEvent``, as the SDK's ``Stream`` does with strict validation off (the
@@ -86,6 +89,7 @@ class OpenAIResponsesTarget(WireTarget):
         self._items: dict[int, tuple[str | None, str | None, str | None]] = {}  # output_index -> id, call_id, name
         self._ended = False
         self._dead = False
+        self._body: list[Mapping[str, Any]] = []  # final: the body the accessor reads
 
     def _reset(self) -> None:
         self._state = None
@@ -93,6 +97,29 @@ class OpenAIResponsesTarget(WireTarget):
         self._items = {}
         self._ended = False
         self._dead = False
+        self._body = []
+
+    def end_stream(self) -> None:
+        """``final``: the body ended; the application calls ``get_final_response()``."""
+        body, self._body = self._body, []
+        if self.surface != "final" or not body:
+            return
+        from callsafe.targets.sdk_streams import openai_final_response
+
+        tools = [dict(t) for t in self._input_tools()]
+        try:
+            response = openai_final_response(body, tools)
+        except Exception as exc:
+            self._failed(exc)
+            raise
+        for output in response.output or []:
+            if output.type != "function_call":
+                continue
+            ids = openai_responses_ids(response.id, output.id, output.call_id)
+            if self.strict:
+                self._offer(ids, output.name, output.parsed_arguments, raw=output.arguments)
+            else:
+                self._offer(ids, output.name, raw=output.arguments)
 
     def _input_tools(self) -> list[ToolParam]:
         return input_tools(self._env.tools if self._env is not None else {}, strict=self.strict)
@@ -101,6 +128,9 @@ class OpenAIResponsesTarget(WireTarget):
         from openai._types import omit
         from openai.lib.streaming.responses._responses import ResponseStreamState
 
+        if self.surface == "final":
+            self._body.append(payload)  # read by the SDK's own stream when the body ends
+            return
         kind = payload.get("type")
         if kind == "response.created" and (self._state is None or self._ended or self._dead):
             self._reset()  # a new request's stream
@@ -133,12 +163,3 @@ class OpenAIResponsesTarget(WireTarget):
                 if name is None:
                     continue  # not a function_call item the application saw being added
                 self._offer(openai_responses_ids(self._response_id, out.item_id, call_id), name, raw=out.arguments)
-            elif out.type == "response.completed" and self.surface == "final":
-                for output in out.response.output or []:
-                    if output.type != "function_call":
-                        continue
-                    ids = openai_responses_ids(self._response_id, output.id, output.call_id)
-                    if self.strict:
-                        self._offer(ids, output.name, output.parsed_arguments, raw=output.arguments)
-                    else:
-                        self._offer(ids, output.name, raw=output.arguments)

@@ -21,7 +21,7 @@ from callsafe.certify.harness import check_trace
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import ToolSpec, Trace
 from callsafe.targets.findings import FINDINGS
-from callsafe.targets.findings_node import NODE_FINDINGS, NODE_REPRO_DIR, ONE, OR, WHOLE, _one
+from callsafe.targets.findings_node import NODE_FINDINGS, NODE_REPRO_DIR, ONE, WHOLE, _one
 from callsafe.targets.node_rows import NODE_ROWS
 from callsafe.targets.programs import NODE_DIR
 
@@ -82,10 +82,9 @@ def test_each_row_runs_a_whole_call_once_and_stops_on_a_cancel(row: object) -> N
         ("acme", "t1", "call_a", "pay", {"amount": 100})
     ]
     assert executed[0].key.response and executed[0].key.item  # from the wire, as the oracle keys it
-    # OA-NODE-RESP-DONE-BEFORE-ITEM-DONE: arguments.done comes one event before the
-    # item's end, so even a whole call runs before its terminal event
-    expected = {"INV-TERMINAL"} if row.name == OR else set()
-    assert checked.violated == expected, checked.judgement.findings
+    # openai's responses.stream runs a call at its arguments.done, one event before the item's
+    # end: a defensible terminal point (the reading "the arguments' done event ends the call")
+    assert not checked.violated, checked.judgement.findings
     # a cancel mid-call aborts the request (the library's AbortSignal): nothing runs after it
     cancelled = check_trace(spec, _cancelled_mid_call(), TRACE_TIMEOUT)
     assert not cancelled.missing, "every row declares cancellation"

@@ -240,7 +240,12 @@ def test_readings_are_per_protocol_and_change_no_verdict_on_streams_the_parser_r
             differ = {k for k in want if got.get(k) != want[k]}
             if all(want[k][0] == "may" and got.get(k) == ("must", want[k][1]) for k in differ):
                 continue
-            assert reading.name == "the done events' arguments are final", (reading.name, trace.name)
+            # the done events' arguments taken as final, or a call ended at its arguments' done
+            # event in a body that ends before the item's own done event
+            assert reading.name.startswith("the done events' arguments are final") or ENDS in reading.name, (
+                reading.name,
+                trace.name,
+            )
             for key in {k for k in want if got.get(k) != want[k]}:
                 assert want[key][0] in ("must_not", "may"), (trace.name, key)
 
@@ -306,3 +311,43 @@ def test_inspect_names_the_other_readings_of_a_refused_stream(tmp_path: Any) -> 
         ]
         == []
     )
+
+
+ENDS = "the arguments' done event ends the call"
+
+
+def test_a_call_run_at_its_arguments_done_event_is_judged_under_that_reading() -> None:
+    """Issue 30: ``response.function_call_arguments.done`` is a terminal point a client may
+    take (its arguments are final there). On rendered streams, where both done events come
+    from one abstract terminal event, a run at the arguments' done event is judged where
+    that reading ends the call; a run before it, or twice, is still a violation."""
+    from wire_targets import Recorder
+
+    from callsafe.targets.findings import WHOLE, _one, _two
+
+    ends = _BY_NAME[ENDS]
+    for trace in (_one(WHOLE), _one(WHOLE, "completed", None), _two(WHOLE, WHOLE, interleaved=True)):
+        checked = run_checked(lambda: ReadingReference(ends), NONE, trace)
+        assert not checked.violated, checked.explain()
+        assert checked.judgement.reading == ENDS and "INV-TERMINAL" in checked.judgement.spared
+        strict = run_checked(lambda: ParsedReference("openai-responses", NONE), NONE, trace)
+        assert not strict.violated and not strict.judgement.reading, strict.explain()
+        assert "INV-ONCE" in run_checked(lambda: Twice(ends), NONE, trace).violated
+    at_done = run_checked(lambda: Recorder(run_at="response.function_call_arguments.done"), NONE, _one(WHOLE))
+    assert not at_done.violated and at_done.judgement.reading == ENDS, at_done.explain()
+    early = run_checked(lambda: Recorder(run_at="response.output_item.added"), NONE, _one(WHOLE))
+    assert "INV-TERMINAL" in early.violated, early.explain()
+
+
+def test_the_arguments_done_reading_reads_the_same_events_at_another_payload() -> None:
+    """The reading ends the call at its arguments' done event and reads nothing else
+    differently: the same events, the call's terminal one payload earlier."""
+    from callsafe.certify.wire_adversities import base_payloads
+    from callsafe.targets.findings import WHOLE, _one
+
+    payloads = base_payloads(_one(WHOLE), "openai-responses")
+    strict = parse_payloads("openai-responses", payloads, turn="t1", response="r1").events
+    read = read_under(_BY_NAME[ENDS], payloads, turn="t1", response="r1").events
+    assert read == strict
+    found = differing_readings("openai-responses", payloads, strict, turn="t1", response="r1")
+    assert ENDS in [r.name for r, _ in found]
