@@ -848,9 +848,7 @@ def _after_final_stop(protocol: str, payloads: Payloads) -> list[Variant]:
     copied = copy.deepcopy(payloads)
     copied.insert(final + 1, late)
     out.append(Variant("a delta after the final stop event", tuple(_renumber_tail(protocol, copied, final + 1))))
-    # Responses: not yet a whole new call after response.completed: callsafe.guard runs one
-    # (issue 30 report), and the matrix fails while the guard does; a late delta still runs
-    extra = _late_call(protocol, payloads) if protocol != RESPONSES else []
+    extra = _late_call(protocol, payloads)
     if extra:
         copied = copy.deepcopy(payloads)
         copied[final + 1 : final + 1] = extra

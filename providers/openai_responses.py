@@ -35,7 +35,9 @@ Response ends: ``response.completed`` ends the response (calls still open fail o
 ``response.incomplete`` stops every open call with ``length`` (``max_output_tokens``) or
 ``content_filter``, anything else ``error``; ``response.failed`` and ``error`` stop them
 with ``error``. A new ``response.created`` while a response is open is a violation; after
-it ended, a new response starts (recorded multi-step streams, WebSocket mode). A stream
+it ended, a new response starts (recorded multi-step streams, WebSocket mode); an item
+event after the end with no new ``response.created`` is data after the final stop, refused
+(the stream ends there as a dropped connection). A stream
 that ends with a response still open disconnects it.
 
 Rendering: fragments carry positions (sequence numbers), so repeated and reordered
@@ -123,9 +125,16 @@ class ResponsesParser(Parser):
 
     def _open_response(self, etype: str) -> _Response:
         """The response an item event belongs to (started with the fallback id when the
-        stream never created one)."""
-        if self._current is None or self._current.ended:
+        stream never created one). After a response ended, only a new ``response.created``
+        starts another: an item event there is data after the final stop, whatever id a
+        reader would fall back on (a reader whose fallback id differed from the ended
+        response's would otherwise read a whole late call as a new response's and run it)."""
+        if self._current is None:
             return self._start(self.fallback_response)
+        if self._current.ended:
+            raise ProtocolViolation(
+                f"openai-responses: {etype} after response {self._current.id!r} ended, with no response.created"
+            )
         return self._current
 
     def _response_obj_id(self, payload: dict[str, Any], etype: str) -> str | None:

@@ -608,3 +608,17 @@ def test_a_call_stopped_early_in_a_response_that_ends_completed_is_not_represent
     ]
     with pytest.raises(NotRepresentable, match="must end with that reason"):
         render_payloads(protocol, events)
+
+
+@pytest.mark.parametrize("fallback", ["resp", "r-other"])
+def test_responses_a_call_after_the_response_completed_is_data_after_the_stop(fallback: str) -> None:
+    """Only a new response.created starts another response: a whole call after
+    response.completed is refused there, whatever id the reader falls back on (a guard
+    whose fallback differed from the ended response's read it as a new response's call and
+    ran it)."""
+    first = [CREATED, added("fc", "c", 1), delta("fc", '{"a":1}', 2), done("fc", "c", 3), COMPLETED]
+    late = [added("fc2", "c2", 5, index=1), delta("fc2", '{"a":5}', 6), done("fc2", "c2", 7, index=1)]
+    parsed = parse_payloads("openai-responses", [*first, *late], turn="t1", response=fallback)
+    assert isinstance(parsed.error, ProtocolViolation) and "no response.created" in str(parsed.error)
+    assert executed(parsed.events) == {"c": {"a": 1}}
+    assert not [e for e in parsed.events if isinstance(e, CallOpened) and e.call == "c2"]
