@@ -433,17 +433,20 @@ class Guard:
             rows: list[tuple[str, float, float]] = self._store_call(self._lease.store.leases)
         return rows
 
-    def _heartbeat_failed(self, exc: BaseException) -> None:
+    def _background_failed(self, exc: BaseException, event: str, message: str, **fields: Any) -> None:
+        """A background thread's pass failed (the heartbeat, retention): a warning with the
+        store's fault, unless the guard was closed under it."""
         if isinstance(exc, ClosedGuard):
             return
         fault = getattr(exc, "fault", None)
-        log_event(
-            self._log,
-            logging.WARNING,
+        fault_name = getattr(fault, "value", type(exc).__name__)
+        log_event(self._log, logging.WARNING, event, message, instance=self.instance, fault=fault_name, **fields)
+
+    def _heartbeat_failed(self, exc: BaseException) -> None:
+        self._background_failed(
+            exc,
             "heartbeat_failed",
             "guard %(instance)s: heartbeat failed (%(fault)s); the lease expires %(ttl)s s after the last renewal",
-            instance=self.instance,
-            fault=getattr(fault, "value", type(exc).__name__),
             ttl=self._lease.ttl if self._lease is not None else 0.0,
         )
 
@@ -476,16 +479,8 @@ class Guard:
         return gone
 
     def _prune_failed(self, exc: BaseException) -> None:
-        if isinstance(exc, ClosedGuard):
-            return
-        fault = getattr(exc, "fault", None)
-        log_event(
-            self._log,
-            logging.WARNING,
-            "prune_failed",
-            "guard %(instance)s: a retention pass failed (%(fault)s); the next one tries again",
-            instance=self.instance,
-            fault=getattr(fault, "value", type(exc).__name__),
+        self._background_failed(
+            exc, "prune_failed", "guard %(instance)s: a retention pass failed (%(fault)s); the next one tries again"
         )
 
     # -- turns ---------------------------------------------------------------------
