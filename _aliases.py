@@ -56,6 +56,11 @@ MOVED: Final[dict[str, str]] = {
     "callsafe.certify.cli_formal": "callsafe.cli.formal",
     "callsafe.certify.cli_inspect": "callsafe.cli.inspect",
     "callsafe.certify.cli_matrix": "callsafe.cli.matrix",
+    # targets/ back to one role (adapters): the zoos and the findings live with the campaigns
+    **{
+        f"callsafe.targets.{name}": f"callsafe.campaigns.{name}"
+        for name in ("mutants", "domain_mutants", "findings", "findings_frameworks", "findings_node", "finding_record")
+    },
 }
 
 

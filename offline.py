@@ -42,6 +42,9 @@ OFFLINE_ENVIRONMENT: Final[Mapping[str, str]] = MappingProxyType(
         # Hugging Face hub (tokenizers some libraries load): the local cache only.
         "HF_HUB_OFFLINE": "1",
         "HF_HUB_DISABLE_TELEMETRY": "1",
+        # google-auth (google-genai, google-adk): no probe of the GCE metadata server
+        # (169.254.169.254) while looking for default credentials.
+        "NO_GCE_CHECK": "true",
         # chromadb (crewai's memory) and the cross-tool convention: no usage analytics.
         "ANONYMIZED_TELEMETRY": "False",
         "DO_NOT_TRACK": "1",

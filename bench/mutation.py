@@ -1,6 +1,6 @@
 """Mutation testing of ``reference_impl/`` with the default certification as the only killer.
 
-Why: the mutant zoo (``targets/mutants.py``) measures the zoo, written by the same people
+Why: the mutant zoo (``campaigns/mutants.py``) measures the zoo, written by the same people
 as the certifier. cosmic-ray (PyPI, ``callsafe[mutation]``) writes the mutants here: every
 operator it knows, at every place it applies, in the modules ``callsafe certify
 reference:memory`` runs. A mutant is killed when that certification, with its default

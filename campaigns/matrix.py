@@ -17,8 +17,8 @@ Why it is built this way:
   ended normally. "Holds" means: checked on at least one applicable trace, never violated.
 * **Every violation is evidence.** A violated cell carries the minimal counterexample (the
   trace as it ran, the findings, the payloads the library read) and the standalone script
-  that reproduces the finding with the library alone (``targets/repro``, mapped in
-  :mod:`callsafe.targets.findings`), and the counterexample is written as a trace file
+  that reproduces the finding with the library alone (``campaigns/repro``, mapped in
+  :mod:`callsafe.campaigns.findings`), and the counterexample is written as a trace file
   that ``callsafe replay FILE <row>`` runs again.
 * **Stable.** Everything but the timings is a function of the options and the installed
   versions: the generators are deterministic given the seed, rows run one after another
@@ -346,7 +346,7 @@ def run_matrix(
 
 
 def _fill(result: RowResult, cert: Certification) -> None:
-    from callsafe.targets.findings import findings_for, notes_for
+    from callsafe.campaigns.findings import findings_for, notes_for
 
     result.traces_generated = sum(g.generated for g in cert.generators.values())
     result.traces_run = cert.traces_run

@@ -28,10 +28,10 @@ class Mutant:
 
 
 def _zoo(name: str, factory: str, expect: tuple[str, ...], description: str) -> Mutant:
-    return Mutant(name, f"callsafe.targets.mutants:{factory}", description, expect)
+    return Mutant(name, f"callsafe.campaigns.mutants:{factory}", description, expect)
 
 
-# The zoo (callsafe.targets.mutants): each reproduces one real failure class, and names the
+# The zoo (callsafe.campaigns.mutants): each reproduces one real failure class, and names the
 # invariants that must catch it.
 MUTANTS: list[Mutant] = [
     _zoo("dispatch-on-parse", "dispatch_on_parse", ("INV-TERMINAL",), "runs a call as soon as its buffer parses"),
@@ -51,7 +51,7 @@ MUTANTS: list[Mutant] = [
 
 
 def _domain(name: str, cls: str, expect: tuple[str, ...], description: str) -> Mutant:
-    return Mutant(name, f"callsafe.targets.domain_mutants:{cls}", description, expect)
+    return Mutant(name, f"callsafe.campaigns.domain_mutants:{cls}", description, expect)
 
 
 # Written against the rich concrete domain (callsafe.generators.domain), one or more per
@@ -188,24 +188,24 @@ MUTANTS += [
 CORRECT_VARIANTS: list[Mutant] = [
     Mutant(
         "reject-out-of-order",
-        "callsafe.targets.domain_mutants:RejectOutOfOrder",
+        "callsafe.campaigns.domain_mutants:RejectOutOfOrder",
         "fails a call when a fragment arrives below a position already received (the spec: reject or reassemble)",
         correct=True,
     ),
     Mutant(
         "defer-executions",
-        "callsafe.targets.domain_mutants:DeferExecutions",
+        "callsafe.campaigns.domain_mutants:DeferExecutions",
         "runs executions after the event that caused them was handled (an outbox)",
         correct=True,
     ),
     Mutant(
         "fail-doomed-early",
-        "callsafe.targets.domain_mutants:FailDoomedEarly",
+        "callsafe.campaigns.domain_mutants:FailDoomedEarly",
         "fails a call as soon as its text can never parse, not at its terminal event",
         correct=True,
     ),
     *(
-        Mutant(name, f"callsafe.targets.domain_mutants:{cls}", description, correct=True)
+        Mutant(name, f"callsafe.campaigns.domain_mutants:{cls}", description, correct=True)
         for name, cls, description in (
             (
                 "fail-on-repeat",

@@ -63,7 +63,7 @@ parser refuses or fails, and documents the identity or the value the reading goe
   message's id, or a ``content_block_start`` repeating a started block (same index, id and
   name), names what is already open and is dropped. A ``message_start`` with *another* id
   inside the open message is a second message spliced in, never the same one: no reading
-  here merges it (``targets/repro/anthropic_second_message_start.py``).
+  here merges it (``campaigns/repro/anthropic_second_message_start.py``).
 """
 
 from __future__ import annotations

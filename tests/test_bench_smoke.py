@@ -304,7 +304,7 @@ def test_the_plain_machine_judges_each_event_as_the_harness_does() -> None:
 
     plain = bench_module("plain_machine")
     outcomes = {}
-    for spec in ("callsafe.targets.mutants:never_execute", "reference:memory"):
+    for spec in ("callsafe.campaigns.mutants:never_execute", "reference:memory"):
         factory = resolve_target(spec)
         probe = plain.PlainProbe(factory, describe(factory, spec).capabilities, budget=60)
         machine = plain.plain_machine(probe)()
@@ -321,7 +321,7 @@ def test_the_plain_machine_judges_each_event_as_the_harness_does() -> None:
         assert probe.executing == (spec == "reference:memory")
         if spec in outcomes:
             assert probe.first_failure is not None and probe.smallest is not None and len(probe.smallest) == 4
-    assert "LIVE-DISPATCH" in outcomes["callsafe.targets.mutants:never_execute"]
+    assert "LIVE-DISPATCH" in outcomes["callsafe.campaigns.mutants:never_execute"]
     assert "reference:memory" not in outcomes
 
 
@@ -336,7 +336,7 @@ def test_the_competent_machine_completes_calls_and_is_scored_by_the_mutants_inva
     plain = bench_module("plain_machine")
     failed = {}
     for spec, expect in (
-        ("callsafe.targets.mutants:never_execute", frozenset({"LIVE-DISPATCH"})),
+        ("callsafe.campaigns.mutants:never_execute", frozenset({"LIVE-DISPATCH"})),
         ("reference:memory", frozenset()),
     ):
         factory = resolve_target(spec)
@@ -353,7 +353,7 @@ def test_the_competent_machine_completes_calls_and_is_scored_by_the_mutants_inva
             failed[spec] = str(exc)
         machine.teardown()
         assert probe.executing == (spec == "reference:memory")
-    assert "LIVE-DISPATCH" in failed["callsafe.targets.mutants:never_execute"]
+    assert "LIVE-DISPATCH" in failed["callsafe.campaigns.mutants:never_execute"]
     assert "reference:memory" not in failed
     probe = plain.PlainProbe(resolve_target("reference:memory"), frozenset(), budget=60, expect=frozenset({"INV-ONCE"}))
     assert probe.counts(frozenset({"INV-LEDGER"})) is False and probe.others == {"INV-LEDGER"}

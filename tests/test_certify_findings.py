@@ -27,7 +27,7 @@ def test_a_minimal_trace_with_a_schema_change_is_summarised_not_a_traceback(tmp_
     crashed with ``unhashable type: 'dict'``, and the exit status came from the traceback."""
     code, out = invoke(
         "certify",
-        "callsafe.targets.mutants:dispatch_on_parse",
+        "callsafe.campaigns.mutants:dispatch_on_parse",
         "--scenario",
         "schema-changed-mid-call",
         "--report",
@@ -45,7 +45,7 @@ def test_a_summary_that_breaks_keeps_the_verdicts_exit_status(tmp_path: Path, mo
     monkeypatch.setattr(cli_main, "_print_certification", broken)
     code, out = invoke(
         "certify",
-        "callsafe.targets.mutants:dispatch_on_parse",
+        "callsafe.campaigns.mutants:dispatch_on_parse",
         "--scenario",
         "schema-changed-mid-call",
         "--report",
@@ -62,7 +62,7 @@ def test_each_distinct_cause_of_an_invariant_gets_its_own_counterexample(tmp_pat
     kept and shown, up to --counterexamples, in the console, report.json and JUnit."""
     code, out = invoke(
         "certify",
-        "callsafe.targets.mutants:dispatch_on_parse",
+        "callsafe.campaigns.mutants:dispatch_on_parse",
         "--generators",
         "catalog",
         "--counterexamples",
@@ -89,7 +89,7 @@ def test_action_safety_is_reported_apart_from_the_records(tmp_path: Path) -> Non
     """A target that logs argument values runs nothing wrong: its only violation is about
     records. The run still fails (exit 1), and every report says it is records only."""
     code, out = invoke(
-        "certify", "callsafe.targets.mutants:leak_arguments", "--generators", "catalog", "--report", str(tmp_path)
+        "certify", "callsafe.campaigns.mutants:leak_arguments", "--generators", "catalog", "--report", str(tmp_path)
     )
     assert code == 1, out
     assert "action safety held; records: INV-LEDGER untrue" in out
@@ -128,7 +128,7 @@ def test_inv_terminal_says_what_happened_to_the_terminal_event() -> None:
         b.fragment("a", '{"q":"x"}')
         if reason is not None:
             b.terminal("a", reason)  # type: ignore[arg-type]
-        checked = run_traces("callsafe.targets.mutants:dispatch_on_parse", [b.build()])[0]
+        checked = run_traces("callsafe.campaigns.mutants:dispatch_on_parse", [b.build()])[0]
         return checked.judgement.of("INV-TERMINAL")[0].message
 
     assert message("completed").startswith(

@@ -23,7 +23,7 @@ def test_synthesised_traces_are_a_generator_and_labelled_in_the_report(tmp_path:
 
 
 def test_a_synthesised_fragmentation_catches_an_assembler_that_does_not_dedupe() -> None:
-    cert = certify("callsafe.targets.mutants:no_dedupe", Options(generators=("synthesis",), seed=0))
+    cert = certify("callsafe.campaigns.mutants:no_dedupe", Options(generators=("synthesis",), seed=0))
     assert not cert.ok
     sources = {ce.original.source for ces in cert.counterexamples.values() for ce in ces}
     assert any(source.startswith("synthesised: fragmentation") for source in sources), sources

@@ -184,7 +184,7 @@ def render_review() -> str:
         "it; untaken ones grey and dashed) and one sequence diagram per counterexample (`sequences/inv-turn-1` and so",
         "on: harness, target and executor, a forbidden execution in red, the model's account underneath). `make",
         "certify` writes them all to `reports/reference/diagrams/`. The reference implementation has no",
-        "counterexample; a mutant has some: `callsafe certify callsafe.targets.mutants:no_turn_check --report R`,",
+        "counterexample; a mutant has some: `callsafe certify callsafe.campaigns.mutants:no_turn_check --report R`,",
         "then `callsafe render --out R/diagrams --report R/report.json --png`.",
         "",
         "## Summary",

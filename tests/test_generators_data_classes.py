@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from callsafe.campaigns.domain_mutants import _CoreMutant
 from callsafe.certify.harness import run_traces
 from callsafe.generators.data_classes import DATA_FAMILIES
 from callsafe.generators.edges import edge_traces
@@ -19,7 +20,6 @@ from callsafe.model.vocabulary import CallOpened, Confirm, Event
 from callsafe.reference_impl import core as core_module
 from callsafe.reference_impl.core import Core
 from callsafe.reference_impl.effects import Effect
-from callsafe.targets.domain_mutants import _CoreMutant
 
 
 def violated(target: Any, family: str) -> set[str]:

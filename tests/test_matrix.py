@@ -97,7 +97,7 @@ def test_matrix_is_stable_for_a_seed_and_judges_fairly(tmp_path: Path) -> None:
     replay = files.counterexamples[(ANTHROPIC.spec, "INV-TERMINAL")]
     assert json.loads((tmp_path / replay).read_text())["events"]
     text = files.markdown.read_text()
-    assert "| anthropic " in text and "targets/repro/anthropic_" in text and f"callsafe replay {replay}" in text
+    assert "| anthropic " in text and "campaigns/repro/anthropic_" in text and f"callsafe replay {replay}" in text
     assert "<table>" in files.html.read_text()
 
 

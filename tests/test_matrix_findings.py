@@ -1,7 +1,7 @@
-"""The findings behind the matrix's violated cells (``callsafe.targets.findings``): each one's
+"""The findings behind the matrix's violated cells (``callsafe.campaigns.findings``): each one's
 witness traces violate, through the harness, exactly the invariants recorded for each
 surface, and each one's reproduction script exists and stands alone. (The scripts themselves
-run in ``tests/test_targets_libraries.py``, with every script of ``targets/repro``.)"""
+run in ``tests/test_targets_libraries.py``, with every script of ``campaigns/repro``.)"""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from loaded import EXEC_ENV, TRACE_TIMEOUT
 
+from callsafe.campaigns.findings import FINDINGS, NOTES, findings_for, notes_for
+from callsafe.campaigns.findings_node import NODE_REPRO_DIR
 from callsafe.certify.harness import check_trace
-from callsafe.targets.findings import FINDINGS, NOTES, findings_for, notes_for
-from callsafe.targets.findings_node import NODE_REPRO_DIR
 from callsafe.targets.libraries import LIBRARY_TARGETS, unavailable
 from callsafe.targets.program_catalog import program_rows
 
@@ -52,7 +52,7 @@ def test_findings_are_named_once_and_name_known_surfaces() -> None:
 
 @pytest.mark.parametrize("finding", FINDINGS, ids=[f.id for f in FINDINGS])
 def test_witnesses_violate_exactly_what_is_recorded(finding: object) -> None:
-    from callsafe.targets.findings import Finding
+    from callsafe.campaigns.findings import Finding
 
     assert isinstance(finding, Finding)
     for surface, recorded in finding.surfaces.items():
@@ -93,14 +93,14 @@ RAISES: dict[str, tuple[str, str, str, str]] = {
 
 
 def test_every_repro_is_a_finding_whose_problem_shows_in_its_cell() -> None:
-    """Issue 18: no repro-only findings. Every script in targets/repro is the script of one
+    """Issue 18: no repro-only findings. Every script in campaigns/repro is the script of one
     finding here (whose witnesses, run as the matrix runs them, violate its recorded cells:
     the test above), or of a library exception that the matrix shows as a target error."""
+    from callsafe.campaigns.findings import WHOLE, _one
     from callsafe.providers.adversities import wire_trace
-    from callsafe.targets.findings import WHOLE, _one
 
     scripts = {f.script for f in FINDINGS if not (f.script or "").startswith(f"{NODE_REPRO_DIR}/")}
-    on_disk = {p.name for p in (ROOT / "targets" / "repro").glob("*.py")}
+    on_disk = {p.name for p in (ROOT / "campaigns" / "repro").glob("*.py")}
     assert scripts | set(RAISES) == on_disk
     assert not scripts & set(RAISES)
     for script, (surface, protocol, operator, label) in RAISES.items():

@@ -1,5 +1,5 @@
 """The TypeScript rows of the matrix (``targets/node_rows.py``, ``adapters/node/rows``) and their
-findings (``targets/findings_node.py``, ``adapters/node/repro``): the programs build, each row
+findings (``campaigns/findings_node.py``, ``adapters/node/repro``): the programs build, each row
 runs a whole call through its real SDK over HTTP and runs it once under the key the stream
 carried, honours a cancel through its library's abort API, and every repro stands alone and
 exits 1 on the pinned packages. (The findings' witnesses run in
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from loaded import TRACE_TIMEOUT
 
+from callsafe.campaigns.findings import FINDINGS
+from callsafe.campaigns.findings_node import NODE_FINDINGS, NODE_REPRO_DIR, ONE, WHOLE, _one
 from callsafe.certify.harness import check_trace
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import ToolSpec, Trace
-from callsafe.targets.findings import FINDINGS
-from callsafe.targets.findings_node import NODE_FINDINGS, NODE_REPRO_DIR, ONE, WHOLE, _one
 from callsafe.targets.node_rows import NODE_ROWS
 from callsafe.targets.programs import NODE_DIR
 

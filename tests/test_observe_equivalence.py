@@ -31,7 +31,7 @@ from callsafe.observe.otlp import read_spans
 from callsafe.observe.records import KINDS
 
 MUTANTS = ("no_dedupe", "no_turn_check", "ignore_cancel", "revive_after_restart", "dispatch_on_parse", "leak_arguments")
-TARGETS = ("reference", *(f"callsafe.targets.mutants:{m}" for m in MUTANTS))
+TARGETS = ("reference", *(f"callsafe.campaigns.mutants:{m}" for m in MUTANTS))
 STREAM = {"call_opened", "fragment", "call_terminal", "response_terminal", "disconnect", "text_fragment"}
 RECORDS = {"ledger_row", "status_shown", "audit_row", "log_line", "business_validated", "confirmation_requested"}
 
@@ -78,7 +78,7 @@ def test_the_zoos_violations_are_found_in_its_logs_with_their_records(invariant:
     execution records that show them."""
     found = 0
     for mutant in MUTANTS:
-        for checked in runs(f"callsafe.targets.mutants:{mutant}"):
+        for checked in runs(f"callsafe.campaigns.mutants:{mutant}"):
             assert checked.run is not None
             if certify_status(checked, invariant) != "violated":
                 continue
@@ -121,7 +121,7 @@ def test_without_the_stream_once_turn_and_cancel_are_judged_and_never_overclaim(
 
 @pytest.mark.parametrize("mutant", ["no_turn_check", "ignore_cancel", "revive_after_restart"])
 def test_without_the_stream_an_execution_after_a_stop_is_still_found(mutant: str) -> None:
-    for checked in runs(f"callsafe.targets.mutants:{mutant}"):
+    for checked in runs(f"callsafe.campaigns.mutants:{mutant}"):
         assert checked.run is not None
         lines = [
             line

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import pytest
 
+from callsafe.campaigns.domain_mutants import DeclaredWords
 from callsafe.certify.checking import check_trace
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.record_words import (
@@ -25,7 +26,6 @@ from callsafe.model.record_words import (
     record_words_of,
 )
 from callsafe.model.vocabulary import Executed, LedgerRow, StatusShown
-from callsafe.targets.domain_mutants import DeclaredWords
 from callsafe.targets.exec_target import ProtocolError, _handshake
 
 PAY = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "number"}}}
@@ -112,7 +112,7 @@ def test_declared_words_are_judged_by_meaning_and_still_judged() -> None:
     """Without its declaration the same records are unknown words (a violation); with it
     they pass, and a row whose declared word says the wrong thing is still caught."""
     trace = TraceBuilder(tools={"pay": PAY}).turn("t1").call("a", "pay", '{"amount":5}').build()
-    ok = check_trace("callsafe.targets.domain_mutants:DeclaredWords", trace)
+    ok = check_trace("callsafe.campaigns.domain_mutants:DeclaredWords", trace)
     assert ok.violated == set(), ok.judgement.explain()
     assert any(isinstance(o, LedgerRow) and o.decision == "sent" for o in ok.run.observations)
 
@@ -132,7 +132,7 @@ def test_declared_words_are_judged_by_meaning_and_still_judged() -> None:
 
 
 def _variant(name: str) -> str:
-    return f"callsafe.targets.domain_mutants:{name}"
+    return f"callsafe.campaigns.domain_mutants:{name}"
 
 
 def test_fail_on_repeat_fails_where_the_reference_drops_the_repeat_and_both_pass() -> None:

@@ -238,7 +238,7 @@ def test_coverage_map_without_counts_keeps_the_old_call() -> None:
 def report_json(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A mutant that lets an old turn's call run: several counterexamples, INV-TURN among them."""
     cert = certify(
-        "callsafe.targets.mutants:no_turn_check",
+        "callsafe.campaigns.mutants:no_turn_check",
         Options(depth=1, generators=("catalog",), counterexamples=2, minimize_budget=10.0),
     )
     assert not cert.ok

@@ -11,7 +11,7 @@ built from wire payloads, pydantic-ai's agent talks to an in-process transport):
    class. Each run is judged against what the spec allows; every deviation is pinned in
    :data:`RECORD` under a named finding, so the table below *is* what each library does, and
    a library release that changes behaviour fails here until the record is updated.
-3. **Reproductions.** Each finding has a standalone script in ``targets/repro/`` (library
+3. **Reproductions.** Each finding has a standalone script in ``campaigns/repro/`` (library
    only, no callsafe import) that prints what happened and exits 1 while the problem shows.
 
 A library that is not installed is skipped with the reason its module gives.
@@ -43,7 +43,7 @@ from callsafe.targets.libraries import LIBRARY_TARGETS, make
 
 ROOT = Path(__file__).resolve().parents[1]
 CAPTURES = ROOT.parent / "shared" / "captures" / "vercel-ai"
-REPRO = ROOT / "targets" / "repro"
+REPRO = ROOT / "campaigns" / "repro"
 PROTOCOLS = ("openai-chat", "openai-responses", "anthropic-messages")
 needs_captures = pytest.mark.skipif(not CAPTURES.is_dir(), reason=f"the shared captures are not at {CAPTURES}")
 
@@ -65,7 +65,7 @@ class Finding:
     kind: str  # "safety" (an invariant breaks), "liveness" (a valid call is lost), "surface" (adapter note)
     invariant: str
     summary: str
-    repro: str | None  # script in targets/repro/
+    repro: str | None  # script in campaigns/repro/
 
 
 FINDINGS: dict[str, Finding] = {
@@ -1111,10 +1111,10 @@ def _run_forked(script: Path) -> tuple[int, str]:
 
 
 def test_every_finding_has_its_reproduction() -> None:
-    from callsafe.targets.findings import FINDINGS as MATRIX_FINDINGS
+    from callsafe.campaigns.findings import FINDINGS as MATRIX_FINDINGS
 
     scripts = {f.repro for f in FINDINGS.values() if f.repro}
-    # the Python scripts of targets/repro; a script in another language is a path
+    # the Python scripts of campaigns/repro; a script in another language is a path
     # (adapters/node/repro/x.mjs), run by tests/test_node_rows.py
     matrix_scripts = {f.script for f in MATRIX_FINDINGS if f.script and "/" not in f.script}
     assert scripts | matrix_scripts == set(REPRO_SCRIPTS)  # every script is some finding's, here or in the matrix

@@ -323,7 +323,7 @@ def test_a_call_run_at_its_arguments_done_event_is_judged_under_that_reading() -
     that reading ends the call; a run before it, or twice, is still a violation."""
     from wire_targets import Recorder
 
-    from callsafe.targets.findings import WHOLE, _one, _two
+    from callsafe.campaigns.findings import WHOLE, _one, _two
 
     ends = _BY_NAME[ENDS]
     for trace in (_one(WHOLE), _one(WHOLE, "completed", None), _two(WHOLE, WHOLE, interleaved=True)):
@@ -342,8 +342,8 @@ def test_a_call_run_at_its_arguments_done_event_is_judged_under_that_reading() -
 def test_the_arguments_done_reading_reads_the_same_events_at_another_payload() -> None:
     """The reading ends the call at its arguments' done event and reads nothing else
     differently: the same events, the call's terminal one payload earlier."""
+    from callsafe.campaigns.findings import WHOLE, _one
     from callsafe.certify.wire_adversities import base_payloads
-    from callsafe.targets.findings import WHOLE, _one
 
     payloads = base_payloads(_one(WHOLE), "openai-responses")
     strict = parse_payloads("openai-responses", payloads, turn="t1", response="r1").events

@@ -1,6 +1,6 @@
 """Mutants written against the rich concrete domain, and correct variants of the reference.
 
-Why a second zoo: the first (:mod:`callsafe.targets.mutants`) holds the failure classes of
+Why a second zoo: the first (:mod:`callsafe.campaigns.mutants`) holds the failure classes of
 the public bug reports, each visible with one tenant, one tool and ``{"v":100}``. The bugs
 here live in the data, the identities and what a restart keeps, so they show only when a
 trace holds several tenants with colliding ids, agent loops, tools with business rules
@@ -23,6 +23,7 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from callsafe.campaigns.mutants import Ident, _ident, _Mutant
 from callsafe.contract.target import TargetEnv
 from callsafe.model.lifecycle import CallEvent, State
 from callsafe.model.system import classify_open
@@ -48,7 +49,6 @@ from callsafe.model.vocabulary import (
 from callsafe.reference_impl.core import Core
 from callsafe.reference_impl.effects import Effect, Log, RecordDisabledTool, RecordDisplay, SetTurnStatus, Status
 from callsafe.reference_impl.store import Snapshot
-from callsafe.targets.mutants import Ident, _ident, _Mutant
 
 __all__ = ["CORRECT_FACTORIES", "FACTORIES"]  # targets are named by class: "module:ClassName"
 

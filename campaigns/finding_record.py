@@ -1,6 +1,6 @@
 """What a finding is: one behaviour of one library that breaks an invariant, with its
 witnesses and its standalone script. Kept apart from the tables of findings
-(:mod:`callsafe.targets.findings` and the per-ecosystem modules beside it) so that each
+(:mod:`callsafe.campaigns.findings` and the per-ecosystem modules beside it) so that each
 table can import it without importing the others."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from callsafe.model.vocabulary import Trace
 
 __all__ = ["REPRO_DIR", "Finding"]
 
-REPRO_DIR: Final = "targets/repro"
+REPRO_DIR: Final = "campaigns/repro"
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Finding:
     id: str
     library: str  # distribution (PyPI), or npm package
     summary: str
-    # The reproduction: a file name in targets/repro (Python), or a path from the
+    # The reproduction: a file name in campaigns/repro (Python), or a path from the
     # repository root for a script in another language (adapters/node/repro/x.mjs).
     script: str | None
     witnesses: tuple[Trace, ...]

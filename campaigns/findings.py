@@ -9,7 +9,7 @@ Each :class:`Finding` carries
 * the **surfaces** it shows on, each with the invariants the witnesses violate there
   (``tests/test_matrix_findings.py`` runs every witness and checks the record is exact,
   so a library release that changes behaviour fails until this table is updated);
-* the **script** in ``targets/repro/`` that reproduces it with the library alone (no
+* the **script** in ``campaigns/repro/`` that reproduces it with the library alone (no
   callsafe import, under 30 lines, exit status 1 while the problem shows).
 
 The matrix lists, in each violated cell, the findings recorded for that surface and
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from callsafe.campaigns.finding_record import REPRO_DIR, Finding
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import StopReason, ToolSpec, Trace
 from callsafe.providers.adversities import Variant, read_back, wire_trace
-from callsafe.targets.finding_record import REPRO_DIR, Finding
 
 __all__ = ["FINDINGS", "NOTES", "REPRO_DIR", "Finding", "findings_for", "findings_markdown", "notes_for"]
 
@@ -633,10 +633,10 @@ PYTHON_LIBRARY_FINDINGS: Final[tuple[Finding, ...]] = (
 
 def _all_findings() -> tuple[Finding, ...]:
     """The Python libraries' findings (here), then the agent frameworks' and the TypeScript
-    libraries' (kept in modules of their own, :mod:`callsafe.targets.findings_frameworks`
-    and :mod:`callsafe.targets.findings_node`)."""
-    from callsafe.targets.findings_frameworks import FRAMEWORK_FINDINGS
-    from callsafe.targets.findings_node import NODE_FINDINGS
+    libraries' (kept in modules of their own, :mod:`callsafe.campaigns.findings_frameworks`
+    and :mod:`callsafe.campaigns.findings_node`)."""
+    from callsafe.campaigns.findings_frameworks import FRAMEWORK_FINDINGS
+    from callsafe.campaigns.findings_node import NODE_FINDINGS
 
     found = (*PYTHON_LIBRARY_FINDINGS, *FRAMEWORK_FINDINGS, *NODE_FINDINGS)
     ids = [f.id for f in found]

@@ -1,16 +1,16 @@
 """The findings of the Python agent frameworks (:mod:`callsafe.targets.framework_rows`): each a
-:class:`~callsafe.targets.finding_record.Finding` with its witnesses, the surfaces and
-invariants they violate, and its standalone script; :data:`callsafe.targets.findings.FINDINGS`
+:class:`~callsafe.campaigns.finding_record.Finding` with its witnesses, the surfaces and
+invariants they violate, and its standalone script; :data:`callsafe.campaigns.findings.FINDINGS`
 lists them after the Python libraries'."""
 
 from __future__ import annotations
 
 from typing import Final
 
+from callsafe.campaigns.finding_record import Finding
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import ToolSpec, Trace
 from callsafe.providers.adversities import wire_trace
-from callsafe.targets.finding_record import Finding
 
 __all__ = ["FRAMEWORK_FINDINGS"]
 

@@ -1,6 +1,6 @@
 """The findings of the TypeScript libraries (the node rows, :mod:`callsafe.targets.node_rows`): each a
-:class:`~callsafe.targets.finding_record.Finding` with its witnesses, the surfaces and
-invariants they violate, and its standalone script; :data:`callsafe.targets.findings.FINDINGS`
+:class:`~callsafe.campaigns.finding_record.Finding` with its witnesses, the surfaces and
+invariants they violate, and its standalone script; :data:`callsafe.campaigns.findings.FINDINGS`
 lists them after the Python libraries'.
 
 The witnesses are the traces the matrix itself found, built here in the shapes of the
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Final
 
+from callsafe.campaigns.finding_record import Finding
 from callsafe.model.builder import TraceBuilder
 from callsafe.model.vocabulary import StopReason, ToolSpec, Trace
 from callsafe.providers.adversities import wire_trace
-from callsafe.targets.finding_record import Finding
 
 __all__ = ["NODE_FINDINGS", "NODE_REPRO_DIR"]
 
