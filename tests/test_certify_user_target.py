@@ -22,8 +22,7 @@ USER_TARGET = textwrap.dedent(
     """
     import json
 
-    import jsonschema
-
+    from callsafe.model.ecma_regex import validator_class
     from callsafe.model.vocabulary import CallKey, CallOpened, CallTerminal, Fragment, ResponseTerminal, TurnStarted
 
 
@@ -120,7 +119,8 @@ USER_TARGET = textwrap.dedent(
             except ValueError:
                 return
             spec = self.env.tools.get(call["tool"])
-            if spec is None or not jsonschema.Draft202012Validator(spec.schema).is_valid(arguments):
+            # ECMA-262 patterns, as JSON Schema 2020-12 says (docs/json-schema-dialect.md)
+            if spec is None or not validator_class(spec.schema)(spec.schema).is_valid(arguments):
                 return
             turn = self.turns[ev.turn]
             key = CallKey(turn.tenant, *call["key"])

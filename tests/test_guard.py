@@ -467,7 +467,7 @@ def test_log_lines_are_structured_and_carry_no_argument_value(caplog: pytest.Log
         assert secret not in json.dumps({k: str(v) for k, v in vars(record).items()})
 
 
-def test_spans_carry_the_turns_traceparent() -> None:
+def test_spans_carry_the_turns_traceparent(monkeypatch: pytest.MonkeyPatch) -> None:
     sdk = pytest.importorskip(
         "opentelemetry.sdk.trace", reason=skips.missing("opentelemetry-sdk", "pip install -e '.[dev]'")
     )
@@ -475,6 +475,9 @@ def test_spans_carry_the_turns_traceparent() -> None:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     exporter = InMemorySpanExporter()
+    # importing callsafe.cli turns the SDK off for the frameworks (callsafe.offline); a
+    # provider made while OTEL_SDK_DISABLED is set records nothing
+    monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
     provider = sdk.TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")

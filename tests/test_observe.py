@@ -389,7 +389,7 @@ def test_the_docs_worked_incident_is_what_the_page_says() -> None:
 # -- real instrumentation: the guard's own store and spans ---------------------------------
 
 
-def test_the_guards_real_store_and_spans_are_observed(tmp_path: Path) -> None:
+def test_the_guards_real_store_and_spans_are_observed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The guard, run with a SQLite store and the OpenTelemetry SDK: its store and its
     ``callsafe.guard.execute`` spans show one run of the call; a second process that runs
     the same stream with a store of its own (the incident the store prevents) shows up in
@@ -404,6 +404,9 @@ def test_the_guards_real_store_and_spans_are_observed(tmp_path: Path) -> None:
     from callsafe.observe.export import otlp_from_sdk
 
     exporter = InMemorySpanExporter()
+    # importing callsafe.cli turns the SDK off for the frameworks (callsafe.offline); a
+    # provider made while OTEL_SDK_DISABLED is set records nothing
+    monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
     provider = sdk.TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
 

@@ -17,9 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
 from callsafe.contract.target import CAPABILITIES, TargetEnv
+from callsafe.model.ecma_regex import validator_class
 from callsafe.model.leaks import withhold_path
 from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
 from callsafe.model.oracle import STOPPING_EVENTS
@@ -343,7 +342,8 @@ class SimpleAssembler:
             buf.state = "failed"
             return
         spec = self.env.tools.get(buf.tool or "")
-        if spec is None or not jsonschema.validators.validator_for(spec.schema)(spec.schema).is_valid(arguments):
+        # JSON Schema 2020-12 patterns are ECMA-262 (python-jsonschema's re reads `$` otherwise)
+        if spec is None or not validator_class(spec.schema)(spec.schema).is_valid(arguments):
             buf.state = "failed"
             return
         buf.state = "validating"
