@@ -1,0 +1,32 @@
+"""The realtime rows of the conformance matrix: programs on a client library's realtime API
+(a WebSocket session, :mod:`callsafe.loopback.realtime`), run over the target protocol in
+wire mode like every program row (:mod:`callsafe.targets.programs`), judged at the tool.
+
+Why this row: the ``openai`` SDK's realtime client (``client.realtime.connect``) is the
+realtime client installed here; the program does what OpenAI's Realtime guide has a client
+do with function calling (:mod:`callsafe.adapters.openai_realtime_example`). Not rows,
+because not installed: google-genai's Live API client over a WebSocket the loopback does not
+serve yet, LiveKit Agents, Pipecat.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from callsafe.targets.programs import ProgramRow
+
+__all__ = ["REALTIME_ROWS"]
+
+REALTIME_ROWS: Final[tuple[ProgramRow, ...]] = (
+    ProgramRow(
+        name="openai:openai-realtime:realtime-connect",
+        library="openai",
+        ecosystem="python",
+        protocol="openai-realtime",
+        surface="realtime-connect",
+        argv=("{python}", "-m", "callsafe.adapters.openai_realtime_example"),
+        needs=("openai", "websockets"),
+        options={"walks": 10, "depth": 2},
+        dependencies=("websockets",),
+    ),
+)
