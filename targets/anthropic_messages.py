@@ -111,19 +111,20 @@ class AnthropicMessagesTarget(WireTarget):
         body, self._body = self._body, []
         if self.surface != "final" or not body:
             return
-        from callsafe.targets.sdk_streams import anthropic_final_message
+        from callsafe.targets.sdk_streams import anthropic_final_message, responses_of
 
-        try:
-            message = anthropic_final_message(body, beta=FINE_GRAINED_BETA if self.fine_grained else None)
-        except Exception as exc:
-            self._failed(exc)
-            raise
-        refused = None
-        if message.stop_reason != "tool_use" and not self.every_block:
-            refused = f"stop_reason {message.stop_reason!r}: tool_use blocks run only on stop_reason tool_use"
-        for index, block in enumerate(message.content):
-            if block.type == "tool_use":
-                self._offer(anthropic_ids(message.id, index, block.id), block.name, block.input, refused=refused)
+        for part in responses_of(body, "message_start"):  # once per message of a multi-step body
+            try:
+                message = anthropic_final_message(part, beta=FINE_GRAINED_BETA if self.fine_grained else None)
+            except Exception as exc:
+                self._failed(exc)
+                raise
+            refused = None
+            if message.stop_reason != "tool_use" and not self.every_block:
+                refused = f"stop_reason {message.stop_reason!r}: tool_use blocks run only on stop_reason tool_use"
+            for index, block in enumerate(message.content):
+                if block.type == "tool_use":
+                    self._offer(anthropic_ids(message.id, index, block.id), block.name, block.input, refused=refused)
 
     def receive_wire(self, payload: Mapping[str, Any]) -> None:
         if self.surface == "final":

@@ -104,22 +104,23 @@ class OpenAIResponsesTarget(WireTarget):
         body, self._body = self._body, []
         if self.surface != "final" or not body:
             return
-        from callsafe.targets.sdk_streams import openai_final_response
+        from callsafe.targets.sdk_streams import openai_final_response, responses_of
 
         tools = [dict(t) for t in self._input_tools()]
-        try:
-            response = openai_final_response(body, tools)
-        except Exception as exc:
-            self._failed(exc)
-            raise
-        for output in response.output or []:
-            if output.type != "function_call":
-                continue
-            ids = openai_responses_ids(response.id, output.id, output.call_id)
-            if self.strict:
-                self._offer(ids, output.name, output.parsed_arguments, raw=output.arguments)
-            else:
-                self._offer(ids, output.name, raw=output.arguments)
+        for part in responses_of(body, "response.created"):  # once per response of a multi-step body
+            try:
+                response = openai_final_response(part, tools)
+            except Exception as exc:
+                self._failed(exc)
+                raise
+            for output in response.output or []:
+                if output.type != "function_call":
+                    continue
+                ids = openai_responses_ids(response.id, output.id, output.call_id)
+                if self.strict:
+                    self._offer(ids, output.name, output.parsed_arguments, raw=output.arguments)
+                else:
+                    self._offer(ids, output.name, raw=output.arguments)
 
     def _input_tools(self) -> list[ToolParam]:
         return input_tools(self._env.tools if self._env is not None else {}, strict=self.strict)

@@ -79,3 +79,32 @@ def openai_final_response(payloads: Sequence[Mapping[str, Any]], tools: Sequence
     client = _client("openai")
     with client.responses.stream(model="callsafe", input="callsafe", tools=list(tools)) as stream:
         return stream.get_final_response()
+
+
+_ENDS: Final = {
+    "message_start": frozenset({"message_stop"}),
+    "response.created": frozenset({"response.completed", "response.incomplete", "response.failed"}),
+}
+
+
+def responses_of(payloads: Sequence[Mapping[str, Any]], start: str) -> list[list[Mapping[str, Any]]]:
+    """A body cut into the responses an application reads one by one: a new one begins at
+    a ``start`` event (``message_start``, ``response.created``) that comes after the
+    previous response ended (a recorded multi-step stream holds several, and the application
+    calls the accessor once per response). A ``start`` inside an open response, and data
+    after a response's end, stay in that response: what the SDK makes of them is judged."""
+    ends = _ENDS[start]
+    out: list[list[Mapping[str, Any]]] = []
+    ended = True
+    for payload in payloads:
+        kind = payload.get("type")
+        if kind == start and ended and out and any(p.get("type") in ends for p in out[-1]):
+            out.append([])
+        if not out:
+            out.append([])
+        out[-1].append(payload)
+        if kind == start:
+            ended = False
+        elif kind in ends:
+            ended = True
+    return out

@@ -56,18 +56,5 @@ def _no_network() -> Iterator[None]:
         pytest.fail(f"the test tried to reach the network (tests/netguard blocked it):\n{attempts[:6000]}")
 
 
-@pytest.fixture(autouse=True)
-def _environment_restored() -> Iterator[None]:
-    """Each test starts from the same environment: a command run in process (click's
-    ``CliRunner``) sets the offline switches (:func:`callsafe.offline.keep_offline`), among
-    them ``OTEL_SDK_DISABLED``, in this worker's ``os.environ``, and a later test of the
-    guard's spans would then see no span at all, depending on the order tests ran in."""
-    saved = dict(os.environ)
-    yield
-    if os.environ != saved:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     Path(_LOG).unlink(missing_ok=True)

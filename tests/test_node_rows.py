@@ -99,7 +99,8 @@ def test_acks_put_what_a_row_ran_at_the_step_of_the_payload_it_ran_it_for(monkey
     run recorded a step late, and the matrix's counts changed from run to run. With no quiet
     window at all, the rows' ``read`` acknowledgements alone put the run where it belongs:
     responses.stream presents the call at function_call_arguments.done, which is delivered
-    at the step before the call's terminal event (so INV-TERMINAL is violated there)."""
+    at the step before the call's terminal event (allowed under the reading that the
+    arguments' done event ends the call, so nothing is violated; the step is what counts)."""
     monkeypatch.setenv("CALLSAFE_EXEC_SETTLE", "0")
     trace = _one(WHOLE, end=None)
     steps = set()
@@ -107,7 +108,7 @@ def test_acks_put_what_a_row_ran_at_the_step_of_the_payload_it_ran_it_for(monkey
         checked = check_trace("library:node/openai:openai-responses:responses.stream", trace, TRACE_TIMEOUT)
         assert checked.run is not None
         steps |= {o.step for o in checked.run.observations if o.kind == "executed"}
-        assert checked.violated == {"INV-TERMINAL"}
+        assert checked.violated == set(), checked.violated
     assert steps == {3}
 
 
