@@ -72,7 +72,11 @@ class AgentInterfaces:
         app = server.streamable_http_app(
             custom_starlette_routes=[Route("/model/{path:path}", self._model, methods=["GET", "POST"])]
         )
-        config = uvicorn.Config(self._dropping(app), log_level="critical", access_log=False, lifespan="on", ws="none")
+        # log_config=None: uvicorn's default dictConfig would reset the uvicorn loggers, and
+        # with them the escaping filters the loopback provider beside it attached
+        config = uvicorn.Config(
+            self._dropping(app), log_config=None, log_level="critical", access_log=False, lifespan="on", ws="none"
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, name="callsafe-mcp", daemon=True)
         self.client: httpx.AsyncClient | None = None

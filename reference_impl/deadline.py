@@ -35,7 +35,6 @@ class Watchdog:
         self._cond = threading.Condition(threading.Lock())
         self._deadline: float | None = None
         self._expire: Callable[[], None] | None = None
-        self._idle = False  # the thread waits with no deadline: an arm must wake it
         self._closed = False
         self._thread: threading.Thread | None = None
         self.expired = 0  # how many operations it ended
@@ -49,7 +48,9 @@ class Watchdog:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                 self._thread.start()
-            elif self._idle:
+            else:
+                # idle, or waiting out an earlier operation's later deadline: either way the
+                # thread must re-read the deadline now (an earlier one would otherwise wait)
                 self._cond.notify()
 
     def disarm(self) -> None:
@@ -68,9 +69,7 @@ class Watchdog:
         with self._cond:
             while not self._closed:
                 if self._deadline is None:
-                    self._idle = True
                     self._cond.wait()
-                    self._idle = False
                     continue
                 remaining = self._deadline - time.monotonic()
                 if remaining > 0:

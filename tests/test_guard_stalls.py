@@ -18,6 +18,7 @@ import os
 import select
 import socket
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -243,3 +244,21 @@ def test_the_watchdog_ends_an_operation_that_outlives_its_bound_and_only_that() 
     finally:
         dog.close()
     assert not fired.is_set() and dog.expired == 1
+
+
+def test_an_earlier_deadline_wakes_a_watchdog_waiting_out_a_later_one() -> None:
+    """A watchdog whose thread already waits out a long deadline must take a shorter one
+    armed after it (it slept the hour through before: a stall bound that never fired)."""
+    from callsafe.reference_impl.deadline import Watchdog
+
+    dog = Watchdog("test-watchdog-earlier")
+    fired = threading.Event()
+    try:
+        dog.arm(3600, fired.set)
+        time.sleep(0.2)  # gives the thread the time to start waiting out the hour (not asserted)
+        dog.disarm()
+        dog.arm(0.05, fired.set)
+        assert fired.wait(MARGIN)
+        assert dog.expired == 1
+    finally:
+        dog.close()

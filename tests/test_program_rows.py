@@ -12,6 +12,7 @@ import pytest
 import callsafe.targets.framework_rows as framework_rows
 import callsafe.targets.mcp_rows as mcp_rows
 import callsafe.targets.node_rows as node_rows
+import callsafe.targets.realtime_rows as realtime_rows
 from callsafe.campaigns.matrix import REFERENCE_ROW, default_rows, matrix_json, matrix_markdown, run_matrix
 from callsafe.certify.harness import Options, certify
 from callsafe.certify.targets import TargetSpecError, resolve_target
@@ -54,6 +55,7 @@ def rows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(framework_rows, "FRAMEWORK_ROWS", (EXAMPLE, MISSING))
     monkeypatch.setattr(node_rows, "NODE_ROWS", (NODE,))
     monkeypatch.setattr(mcp_rows, "MCP_ROWS", ())
+    monkeypatch.setattr(realtime_rows, "REALTIME_ROWS", ())
 
 
 def test_a_program_row_is_a_library_name_that_runs_its_program(rows: None) -> None:
