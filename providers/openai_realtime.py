@@ -80,13 +80,10 @@ from callsafe.providers.base import (
     opt_str,
     type_field,
 )
+from callsafe.providers.openai_responses import INCOMPLETE_REASONS  # the same response statuses
 
 __all__ = ["PROTOCOL", "RealtimeParser", "RealtimeRenderer"]
 
-INCOMPLETE_REASONS: Final[dict[str, StopReason]] = {
-    "max_output_tokens": "length",
-    "content_filter": "content_filter",
-}
 CANCEL_CAUSES: Final = {
     "turn_detected": "the response was cancelled by the user's speech (barge-in, turn_detected)",
     "client_cancelled": "the response was cancelled by the client (response.cancel)",
