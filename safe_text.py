@@ -66,7 +66,9 @@ class EscapedRecords(logging.Filter):
         elif record.args:
             record.args = tuple(printable(a, newlines=False) if isinstance(a, str) else a for a in record.args)
         if record.exc_info and not record.exc_text:
-            record.exc_text = printable(logging.Formatter().formatException(record.exc_info))
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:  # also one set before this filter saw the record (escaping twice is a no-op)
+            record.exc_text = printable(record.exc_text)
         return True
 
 
