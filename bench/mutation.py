@@ -29,6 +29,7 @@ Usage: ``python -m bench.mutation [--sample N] [--seed S] [--modules a.py,b.py]
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import random
@@ -41,7 +42,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["DEFAULT_MODULES", "Mutant", "main", "run"]
 
@@ -240,11 +241,82 @@ def _changed_line(diff: str) -> tuple[str, str]:
     return minus, plus
 
 
+def _reading(spec: str, original: str) -> tuple[str, str, str] | None:
+    """The reading recorded for this mutant: its spec's reading of this original line, or
+    the same operator's reading of the same line under another occurrence number (a change
+    elsewhere in the module renumbers every later occurrence of an operator; the line and
+    the operator are what a reading is about), only when every such reading agrees (two
+    places on one line read apart stay unclassified)."""
+    from bench.mutation_survivors import READINGS, SURVIVORS
+
+    exact = [r for r in SURVIVORS.get(spec, ()) if r[0] == original]
+    if exact:
+        return exact[0]
+    operator = spec.rsplit(":", 1)[0]
+    same = {(k, r) for s, line, k, r in READINGS if line == original and s.rsplit(":", 1)[0] == operator}
+    if len(same) != 1:
+        return None
+    kind, reason = next(iter(same))
+    return original, kind, reason
+
+
+ANNOTATION: Final = "a type annotation: never evaluated (from __future__ import annotations)"
+
+
+def _common(a: str, b: str) -> int:
+    """The length of the longest common prefix of two texts."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def _in_annotation(module: str, line: int, original: str, mutated: str) -> bool:
+    """Whether the mutation changes only a type annotation of a module that never evaluates
+    its annotations: read from the module's source by its syntax tree, and only while that
+    source still has the mutated line as it was (an edited file proves nothing)."""
+    path = ROOT / "reference_impl" / module
+    try:
+        source = path.read_text(encoding="utf-8")
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False
+    lines = source.splitlines()
+    if not original or not 0 < line <= len(lines) or lines[line - 1].strip() != original:
+        return False
+    future = any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "__future__"
+        and any(a.name == "annotations" for a in node.names)
+        for node in tree.body
+    )
+    if not future:
+        return False
+    prefix = _common(original, mutated)
+    suffix = _common(original[prefix:][::-1], mutated[prefix:][::-1])
+    indent = len(lines[line - 1]) - len(lines[line - 1].lstrip())
+    start, end = indent + prefix, indent + len(original) - suffix
+    annotations = [
+        a
+        for node in ast.walk(tree)
+        for a in (
+            [node.annotation]
+            if isinstance(node, (ast.arg, ast.AnnAssign))
+            else [node.returns]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            else []
+        )
+        if a is not None
+    ]
+    return any(
+        a.lineno == a.end_lineno == line and a.col_offset <= start and end <= (a.end_col_offset or 0)
+        for a in annotations
+    )
+
+
 def classify(summary: dict[str, Any]) -> dict[str, Any]:
     """The survivors with the reading recorded for each in :mod:`bench.mutation_survivors`
-    (matched by spec and original line, so a moved line is "unclassified", never a stale
-    reason), and the score over the mutants that are not equivalent."""
-    from bench.mutation_survivors import SURVIVORS
+    (matched by spec and original line, or by operator and original line when only the
+    occurrence number moved: a changed line is "unclassified", never a stale reason; a
+    change inside an annotation is read from the source), and the score over the mutants
+    that are not equivalent."""
 
     rows = []
     equivalent = 0
@@ -253,9 +325,11 @@ def classify(summary: dict[str, Any]) -> dict[str, Any]:
         if m["outcome"] != "survived":
             continue
         original, mutated = _changed_line(m["diff"])
-        known = SURVIVORS.get(m["spec"])
-        if known is not None and known[0] == original:
+        known = _reading(m["spec"], original)
+        if known is not None:
             kind, reason = known[1], known[2]
+        elif _in_annotation(m["module"], m["line"], original, mutated):
+            kind, reason = "equivalent", ANNOTATION
         else:
             kind, reason = "unclassified", "not yet read"
         equivalent += kind == "equivalent"

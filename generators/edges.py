@@ -285,6 +285,18 @@ _SCHEMAS: Final[dict[str, tuple[dict[str, Any], list[Any], list[Any]]]] = {
         [{"code": "abc"}],
         [{"code": "abc\n"}, {"code": "ab1"}],
     ),
+    # Python's re reads \d and \w Unicode-wide, ECMA-262 as ASCII: a compiled validator on
+    # Python's re takes Arabic-Indic digits and accented letters the schema refuses
+    "a digit class escape": (
+        _obj({"code": {"type": "string", "pattern": "^\\d+$"}}, required=["code"]),
+        [{"code": "123"}, {"code": "0"}],
+        [{"code": "\u0661\u0662\u0663"}, {"code": "12a"}],
+    ),
+    "a word class escape": (
+        _obj({"code": {"type": "string", "pattern": "^\\w+$"}}, required=["code"]),
+        [{"code": "abc_1"}, {"code": "Z"}],
+        [{"code": "caf\u00e9"}, {"code": "a-b"}],
+    ),
     "backreferences in patternProperties": (
         {
             "type": "object",
