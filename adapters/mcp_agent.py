@@ -228,7 +228,8 @@ class AgentProgram(FrameworkProgram):
                     if self.interfaces.wait_for_model(self.model_base, 0.1):
                         break
                 self.offered = self._current()
-                self.interfaces.tools_changed(relist)
+                if not self.interfaces.tools_changed(relist):
+                    print(f"callsafe: the agent did not list its tools again within {relist:g} s", file=sys.stderr)
             else:
                 self.offered = self._current()
 
