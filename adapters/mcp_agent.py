@@ -32,10 +32,24 @@ MCP's answers: ``--drop-answers`` loses the first answer to each ``tools/call`` 
 connection (:meth:`AgentInterfaces._dropping`); ``--withhold-answers`` runs each call and
 answers it only if the host never gives up on it, so a host's own timeout cancels a call
 that already ran (:meth:`AgentInterfaces._withhold`). Either way the tool ran once; a host
-that sends the call again runs it twice (INV-ONCE).
+that sends the call again runs it twice (INV-ONCE). ``--long-tools SECONDS`` makes each tool
+a long-running one: it begins (and is recorded) at once, runs that long, and reports
+``notifications/progress`` when the host asked for it; a host's cancellation mid-run ends it
+unanswered, and a host that then sends the call again runs it twice (INV-ONCE).
+
+Catalog changes: a trace's :class:`~callsafe.model.vocabulary.ToolChanged` or
+:class:`~callsafe.model.vocabulary.DisableTool` changes what ``tools/list`` answers (a
+disabled tool is not listed) and sends the host ``notifications/tools/list_changed``; the
+program first lets the agent begin reading its model (it starts with its stream), then
+waits up to ``CALLSAFE_MCP_RELIST_WAIT`` seconds (default :data:`RELIST_WAIT`) for the host
+to list again before the stream goes on. A host that still
+calls a tool no longer listed has dispatched it: the call is recorded as an execution (the
+oracle judges it as for any call of an unknown, removed or disabled tool) and answered with
+MCP's error for an unknown tool.
 
 Controls: the agent exposes no turn, cancel or confirmation API to callsafe, so by default
-the program declares no capability and those traces are not applicable. ``--cancel-signal
+the program declares only ``catalog_changes`` (above) and the other traces are not
+applicable. ``--cancel-signal
 INT`` (or ``TERM``) is the optional hook for an agent that stops on a signal: a cancel, a
 new turn or a dropped connection sends it the signal and waits for it to exit, and the
 program declares ``cancellation``.
@@ -51,17 +65,36 @@ import shlex
 import signal
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from callsafe.adapters.frameworks._program import FrameworkProgram, WireIds, main
 from callsafe.contract.target import TargetEnv
 from callsafe.loopback.mcp_server import AgentInterfaces, decode_arguments
-from callsafe.model.vocabulary import CallKey, TurnStarted
+from callsafe.model.vocabulary import CallKey, DisableTool, Event, ToolChanged, TurnStarted
 
-__all__ = ["AgentProgram", "WireCalls"]
+__all__ = ["RELIST_WAIT", "AgentProgram", "WireCalls"]
 
 PROTOCOLS = ("openai-chat", "anthropic-messages", "gemini")
+RELIST_WAIT = 5.0  # seconds a host gets to list its tools again after a list_changed notification
+
+
+def _seconds(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+def _waits() -> tuple[float, float]:
+    """How long a catalog change waits for the agent to begin reading its model, and then
+    for it to list again: within the harness's bound for the program's answer to the event
+    (``CALLSAFE_EXEC_MESSAGE_TIMEOUT``), half of it and (by default) at most
+    :data:`RELIST_WAIT`; ``CALLSAFE_MCP_RELIST_WAIT`` sets the second."""
+    message = _seconds("CALLSAFE_EXEC_MESSAGE_TIMEOUT", 10.0)
+    return message / 2, _seconds("CALLSAFE_MCP_RELIST_WAIT", min(RELIST_WAIT, message * 0.4))
 
 
 class WireCalls(WireIds):
@@ -129,16 +162,26 @@ class AgentProgram(FrameworkProgram):
         cancel_signal: int | None,
         drop_answers: bool = False,
         withhold_answers: bool = False,
+        long_seconds: float = 0.0,
     ) -> None:
         self.protocol = protocol
         super().__init__()
         self.ids = WireCalls(protocol)
         self.command = command
         self.name = f"agent:{protocol}:{shlex.join(command)}"
-        self.capabilities = frozenset({"cancellation"}) if cancel_signal is not None else frozenset()
+        # catalog_changes: the host learns of them as MCP says (tools/list_changed); what it
+        # then runs is judged like any target's calls after a change
+        controls = {"cancellation"} if cancel_signal is not None else set()
+        self.capabilities = frozenset({"catalog_changes", *controls})
         self.cancel_signal = cancel_signal
         self.drop_answers = drop_answers
         self.withhold_answers = withhold_answers
+        self.long_seconds = long_seconds
+        self.disabled: set[str] = set()  # tools an operator disabled in this trace: not listed
+        self.offered: dict[str, Any] = {}  # what tools/list answers (the catalog as last announced)
+        self.streaming = False  # a model stream of this trace is being read (the agent runs)
+        self.ready = threading.Event()  # ... and the server is up, model_base taken
+        self.model_base = 0  # model-path requests before this stream's agent started
         self.ran: dict[str, int] = {}  # call id -> times the agent ran it (this stream)
         self.unknown = 0
         self.lock = threading.Lock()
@@ -148,13 +191,61 @@ class AgentProgram(FrameworkProgram):
     # -- the agent's two interfaces ----------------------------------------------------
 
     def _interfaces(self) -> AgentInterfaces:
-        if self.interfaces is None:
-            self.interfaces = _shared(self)
-        return self.interfaces
+        with _SHARED_LOCK:
+            if self.interfaces is None:
+                self.interfaces = _shared(self)
+            return self.interfaces
 
     def catalog(self) -> dict[str, Any]:
+        """What ``tools/list`` answers: the catalog as the agent was last told it stands."""
+        return self.offered
+
+    def _current(self) -> dict[str, Any]:
+        """The catalog as it stands (the harness applies a change before delivering it),
+        without the tools an operator disabled."""
         env = self.env
-        return {} if env is None else {name: spec.schema for name, spec in env.tools.items()}
+        if env is None:
+            return {}
+        return {name: spec.schema for name, spec in env.tools.items() if name not in self.disabled}
+
+    def start(self, env: TargetEnv) -> None:
+        super().start(env)
+        self.disabled = set()
+        self.offered = self._current()
+
+    def receive(self, event: Event) -> None:
+        super().receive(event)
+        if isinstance(event, (ToolChanged, DisableTool)):
+            if isinstance(event, DisableTool):
+                self.disabled.add(event.tool)
+            start, relist = _waits()
+            if self.streaming and self.ready.wait(start) and self.interfaces is not None:
+                # the agent starts with its stream: it gets to list its tools (the catalog
+                # before the change) and begin reading its model, so the change comes while
+                # its call streams; then it is told of the change and gets to list again
+                deadline = time.monotonic() + start
+                while self.streaming and time.monotonic() < deadline:
+                    if self.interfaces.wait_for_model(self.model_base, 0.1):
+                        break
+                self.offered = self._current()
+                if not self.interfaces.tools_changed(relist):
+                    print(f"callsafe: the agent did not list its tools again within {relist:g} s", file=sys.stderr)
+            else:
+                self.offered = self._current()
+
+    def stream(self, base_url: str) -> None:
+        """The stream's thread: marked first (the server's first start takes a while, and
+        a catalog change delivered meanwhile must wait for it), then ready."""
+        self.streaming = True
+        try:
+            interfaces = self._interfaces()
+            self.model_base = interfaces.model_requests
+            interfaces.forget_sessions()  # a new agent process: the last one's sessions are gone
+            self.ready.set()
+            super().stream(base_url)
+        finally:
+            self.ready.clear()
+            self.streaming = False
 
     def call(self, tool: str, arguments: dict[str, Any]) -> str:
         """A ``tools/call``: the agent executes ``tool``; recorded under the recovered key."""
@@ -223,6 +314,7 @@ class AgentProgram(FrameworkProgram):
             task.cancel()
 
 
+_SHARED_LOCK = threading.Lock()
 _INTERFACES: list[AgentInterfaces] = []
 _CURRENT: list[AgentProgram] = []
 
@@ -241,12 +333,13 @@ def _shared(program: AgentProgram) -> AgentInterfaces:
                 on_bytes=lambda data: _CURRENT[0].ids.feed(data),
                 drop_answers=program.drop_answers,
                 withhold_answers=program.withhold_answers,
+                long_seconds=program.long_seconds,
             ).start()
         )
     return _INTERFACES[0]
 
 
-def parse(argv: list[str]) -> tuple[list[str], str, int | None, bool, bool]:
+def parse(argv: list[str]) -> tuple[list[str], str, int | None, bool, bool, float]:
     parser = argparse.ArgumentParser(prog="python -m callsafe.adapters.mcp_agent")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="openai-chat")
     parser.add_argument("--cancel-signal", choices=("INT", "TERM"), default=None)
@@ -256,15 +349,24 @@ def parse(argv: list[str]) -> tuple[list[str], str, int | None, bool, bool]:
         action="store_true",
         help="run each tools/call, and answer it only when the host cancels it (then not at all)",
     )
+    parser.add_argument(
+        "--long-tools",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="each tools/call runs this long, sending notifications/progress when the host asks for them",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
     if not command:
         parser.error("name the agent's command")
     sig = None if args.cancel_signal is None else int(getattr(signal, f"SIG{args.cancel_signal}"))
-    return command, args.protocol, sig, bool(args.drop_answers), bool(args.withhold_answers)
+    if not 0 <= args.long_tools <= 3600:
+        parser.error("--long-tools takes 0 to 3600 seconds")
+    return command, args.protocol, sig, bool(args.drop_answers), bool(args.withhold_answers), float(args.long_tools)
 
 
 if __name__ == "__main__":
-    _command, _protocol, _signal, _drop, _withhold = parse(sys.argv[1:])
-    raise SystemExit(main(lambda: AgentProgram(_command, _protocol, _signal, _drop, _withhold)))
+    _command, _protocol, _signal, _drop, _withhold, _long = parse(sys.argv[1:])
+    raise SystemExit(main(lambda: AgentProgram(_command, _protocol, _signal, _drop, _withhold, _long)))

@@ -10,6 +10,17 @@ as :mod:`callsafe.loopback.server`):
   its ``inputSchema``); each ``tools/call`` is the agent executing a tool, handed to
   ``on_call(name, arguments)`` (the executor spy) and answered with that function's short
   text. The spy sits where the agent's tools really run.
+- the catalog as it stands: :meth:`AgentInterfaces.tools_changed` (a trace's catalog change
+  while a call streams) sends ``notifications/tools/list_changed`` to each connected host
+  (the server declares ``tools.listChanged``) and waits, bounded, for a host to list again;
+  a ``tools/call`` for a tool no longer listed still reaches ``on_call`` (the host dispatched
+  it: the spy records the attempt) and is answered as MCP answers an unknown tool, with a
+  JSON-RPC error (``-32602``, MCP "Tools", "Error Handling": protocol errors are for
+  "Unknown tools").
+- ``long_seconds``: each tool runs that long after it began (the spy records it at its
+  start), sending ``notifications/progress`` (every ``progress_every`` seconds) when the
+  request carried a ``progressToken``;
+  a cancellation mid-run stops it: no further progress and no answer.
 - ``/model/...``: a pass-through to the model endpoint of the moment (callsafe's loopback
   provider, ``set_upstream``): each request is forwarded as it is and each response's bytes
   are shown to ``on_bytes`` as they pass, unchanged and unbuffered, so the ids of the calls
@@ -34,14 +45,37 @@ from typing import Any
 import httpx
 import mcp_types as types
 import uvicorn
-from mcp.server.lowlevel.server import Server
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["WITHHOLD_SECONDS", "AgentInterfaces"]
+__all__ = ["PROGRESS_STEPS", "WITHHOLD_SECONDS", "AgentInterfaces", "ToolServer"]
 
 WITHHOLD_SECONDS = 600.0  # a withheld answer's bound: past any host's own timeout for a tools/call
+PROGRESS_STEPS = 10  # notifications/progress a long tool sends over its run by default (when asked)
+INVALID_PARAMS = -32602  # JSON-RPC's code, which MCP's own example gives an unknown tool
+
+
+class ToolServer(Server[Any]):
+    """The SDK's low-level server, declaring ``tools.listChanged`` (MCP, "Tools",
+    "Capabilities": "listChanged indicates whether the server will emit notifications when
+    the list of available tools changes"); callsafe's catalog changes mid-trace."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+        )
+
+
 _HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "accept-encoding"})
 
 
@@ -55,20 +89,33 @@ class AgentInterfaces:
         on_bytes: Callable[[bytes], None],
         drop_answers: bool = False,
         withhold_answers: bool = False,
+        long_seconds: float = 0.0,
+        progress_every: float | None = None,
     ) -> None:
-        self.catalog = catalog  # tool name -> JSON Schema, read at each tools/list
+        self.catalog = catalog  # tool name -> JSON Schema as it stands, read at each tools/list and tools/call
         self.on_call = on_call
         self.on_bytes = on_bytes
         self.drop_answers = drop_answers  # the first answer to each distinct tools/call is lost
         self.withhold_answers = withhold_answers  # the tool runs; its answer waits for a cancellation
+        self.long_seconds = long_seconds  # each tool runs this long, reporting progress when asked
+        self.progress_every = progress_every or long_seconds / PROGRESS_STEPS  # seconds between reports
         self.cancelled = 0  # tools/call requests the host cancelled (and that were never answered)
+        self.listed = 0  # tools/list requests answered
+        self.model_requests = 0  # requests on the model path (a host that began reading its model)
+        self.progress_sent = 0  # notifications/progress sent
+        self.unlisted_calls = 0  # tools/call requests for a tool not listed, answered with an error
+        # one request's session per host connection (the SDK's ServerSession is per request;
+        # its notifications without a request go on the connection's own channel)
+        self.sessions: dict[int, tuple[object, ServerSession]] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.changed = threading.Condition()
         self.dropped: set[bytes] = set()
         self.upstream = ""
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = int(self.sock.getsockname()[1])
-        server: Server[Any] = Server("callsafe", on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+        server = ToolServer("callsafe", on_list_tools=self._list_tools, on_call_tool=self._call_tool)
         app = server.streamable_http_app(
             custom_starlette_routes=[Route("/model/{path:path}", self._model, methods=["GET", "POST"])]
         )
@@ -94,7 +141,46 @@ class AgentInterfaces:
         self.upstream = base_url.rstrip("/")
 
     def _run(self) -> None:
-        asyncio.run(self.server.serve(sockets=[self.sock]))
+        asyncio.run(self._serve())
+
+    async def _serve(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        await self.server.serve(sockets=[self.sock])
+
+    def forget_sessions(self) -> None:
+        """A new host process: the sessions of the last one are not told of changes."""
+        self.sessions = {}
+
+    def tools_changed(self, wait: float) -> bool:
+        """The catalog changed: send ``notifications/tools/list_changed`` to each host that
+        listed or called tools, then wait up to ``wait`` seconds for a ``tools/list`` (MCP,
+        "Tools", "List Changed Notification": a server that declared ``listChanged`` "SHOULD
+        send a notification" when its list changes; the host lists again if it will). The
+        wait makes the host's re-listing happen before the stream goes on, so what the host
+        then does with a call of the changed tool does not depend on a race. Returns whether
+        a host listed again (``False`` at once when no host is connected). Thread-safe."""
+        loop = self.loop
+        if loop is None or not self.sessions:
+            return False
+        with self.changed:
+            listed = self.listed
+        asyncio.run_coroutine_threadsafe(self._notify(), loop).result(timeout=max(wait, 1.0))
+        with self.changed:
+            return self.changed.wait_for(lambda: self.listed > listed, timeout=wait)
+
+    def wait_for_model(self, since: int, wait: float) -> bool:
+        """Wait up to ``wait`` seconds until the model path took a request after the first
+        ``since``: the host has listed its tools and begun reading the stream, so a catalog
+        change from then on reaches it while its call streams. Thread-safe."""
+        with self.changed:
+            return self.changed.wait_for(lambda: self.model_requests > since, timeout=wait)
+
+    async def _notify(self) -> None:
+        for key, (_, session) in list(self.sessions.items()):
+            try:
+                await session.send_tool_list_changed()
+            except Exception:  # a host gone since: it lists nothing again
+                self.sessions.pop(key, None)
 
     def start(self) -> AgentInterfaces:
         self.thread.start()
@@ -143,19 +229,61 @@ class AgentInterfaces:
 
         return wrapped
 
+    def _remember(self, ctx: Any) -> None:
+        session = getattr(ctx, "session", None)
+        if isinstance(session, ServerSession):
+            connection = getattr(session, "_connection", session)  # held, so that its id stays its own
+            self.sessions.setdefault(id(connection), (connection, session))
+
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        self._remember(ctx)
         tools = [
             types.Tool(name=name, description=f"the {name} tool", input_schema=dict(schema))
             for name, schema in self.catalog().items()
         ]
+        with self.changed:
+            self.listed += 1
+            self.changed.notify_all()
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        self._remember(ctx)
         arguments = dict(params.arguments or {})
+        listed = params.name in self.catalog()
         text = await asyncio.to_thread(self.on_call, params.name, arguments)
+        if not listed:
+            self.unlisted_calls += 1
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
+        if self.long_seconds > 0:
+            await self._run_long(ctx)
         if self.withhold_answers:
             await self._withhold()
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    async def _run_long(self, ctx: Any) -> None:
+        """A long-running tool: it began when the spy recorded it; it runs ``long_seconds``
+        and, when the host asked for progress, reports the seconds run so far of the total
+        every ``progress_every`` seconds (MCP, "Progress": the receiver "MAY then send
+        progress notifications", and "the progress value MUST increase with each
+        notification"). A cancellation ends it where it is (the SDK cancels this handler):
+        no progress after it (progress "MUST only reference tokens that ... were provided in
+        an active request") and no answer (the receiver "SHOULD NOT send a response for the
+        cancelled request")."""
+        meta = getattr(ctx, "meta", None) or {}
+        token = meta.get("progress_token") if isinstance(meta, Mapping) else None
+        run = 0.0
+        try:
+            while run < self.long_seconds:
+                step = min(self.progress_every, self.long_seconds - run)
+                await asyncio.sleep(step)
+                run += step
+                if token is not None:
+                    total = self.long_seconds
+                    await ctx.session.report_progress(run, total, f"{run:g} s of {total:g} s")
+                    self.progress_sent += 1
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
 
     async def _withhold(self) -> None:
         """With ``withhold_answers``: the tool has run, and its answer waits until the host
@@ -176,6 +304,9 @@ class AgentInterfaces:
     # -- the model path ----------------------------------------------------------------
 
     async def _model(self, request: Request) -> Response:
+        with self.changed:
+            self.model_requests += 1
+            self.changed.notify_all()
         if not self.upstream:
             return Response("no model stream is open", status_code=503)
         if self.client is None:

@@ -6,8 +6,11 @@ by index, run whatever the finish reason) is caught on the traces that show each
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from loaded import EXEC_ENV, TRACE_TIMEOUT
@@ -247,3 +250,183 @@ def test_the_node_client_cancels_a_withheld_call_and_a_node_retry_runs_it_twice(
     checked, executed = _check(f"{withhold} --retry", _one_call())
     assert [e.key.call for e in executed] == ["call_a", "call_a"]
     assert "INV-ONCE" in checked.violated, checked.explain()
+
+
+# -- MCP's catalog changes and long-running tools (issue 34, item 2) ---------------------
+
+
+def _removed_while_streaming() -> Trace:
+    """The catalog loses ``pay`` while its call streams."""
+    b = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":').remove_tool("pay")
+    b.fragments("call_a", "1}")
+    return b.terminal("call_a").response_end("completed").build()
+
+
+def test_a_host_that_lists_again_runs_no_call_of_a_tool_removed_while_it_streamed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``notifications/tools/list_changed`` reaches the host mid-stream; the host lists again,
+    no longer finds ``pay`` and runs nothing. A host that keeps its first list calls it: the
+    server records the attempt and answers MCP's unknown-tool error, and the oracle judges a
+    call of a removed tool dispatched (under every reading of a catalog change)."""
+    monkeypatch.setenv("CALLSAFE_MCP_RELIST_WAIT", "120")  # a bound for a loaded machine
+    checked, executed = _check(CORRECT, _removed_while_streaming())
+    assert executed == []
+    assert not checked.violated, checked.explain()
+    monkeypatch.setenv("CALLSAFE_MCP_RELIST_WAIT", "1")  # this host never lists again
+    checked, executed = _check(f"{CORRECT} --stale", _removed_while_streaming())
+    assert [(e.key.call, e.tool) for e in executed] == [("call_a", "pay")]
+    assert checked.violated, checked.explain()
+
+
+def test_a_tool_removed_while_its_call_streams_over_stdio(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same through the stdio bridge, which passes the notification on to the host."""
+    monkeypatch.setenv("CALLSAFE_MCP_RELIST_WAIT", "120")
+    checked, executed = _check(f"{CORRECT} --stdio", _removed_while_streaming())
+    assert executed == []
+    assert not checked.violated, checked.explain()
+
+
+def test_a_long_tool_cancelled_mid_run_runs_once_unless_the_host_calls_again() -> None:
+    """``--long-tools``: the tool begins at once (recorded), reports progress, and the host's
+    timeout cancels it mid-run. A host that gives up ran it once; one that calls again,
+    twice (INV-ONCE)."""
+    long = f"agent:--long-tools 60 -- {sys.executable} {AGENT} --progress --timeout 1"
+    checked, executed = _check(long, _one_call())
+    assert [(e.key.call, e.arguments) for e in executed] == [("call_a", {"amount": 100})]
+    assert not checked.violated, checked.explain()
+    checked, executed = _check(f"{long} --retry", _one_call())
+    assert [e.key.call for e in executed] == ["call_a", "call_a"]
+    assert "INV-ONCE" in checked.violated, checked.explain()
+
+
+@contextlib.asynccontextmanager
+async def _host(transport: str, url: str, on_message: Any) -> AsyncIterator[Any]:
+    """A real MCP client session on callsafe's server: over Streamable HTTP, or over stdio
+    through the bridge (:mod:`callsafe.loopback.mcp_stdio`) the host starts as a command."""
+    import os
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    if transport == "stdio":
+        bridge = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "callsafe.loopback.mcp_stdio"],
+            env={**os.environ, "CALLSAFE_MCP_URL": url},
+        )
+        client: Any = stdio_client(bridge)
+    else:
+        client = streamable_http_client(url)
+    async with client as streams, ClientSession(streams[0], streams[1], message_handler=on_message) as session:
+        yield session
+
+
+TRANSPORTS = ["http", "stdio"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_the_host_is_told_of_a_catalog_change_and_a_call_of_a_tool_gone_gets_mcps_error(transport: str) -> None:
+    """The server declares ``tools.listChanged``; a catalog change sends the host
+    ``notifications/tools/list_changed``, its next ``tools/list`` has the new catalog, and a
+    ``tools/call`` of the tool gone is recorded (the host dispatched it) and answered with
+    JSON-RPC's ``-32602``, MCP's error for an unknown tool."""
+    import anyio
+    import mcp_types as types
+    from mcp.shared.exceptions import MCPError
+
+    from callsafe.loopback.mcp_server import AgentInterfaces
+
+    catalog = {"pay": PAY, "refund": PAY}
+    calls: list[tuple[str, dict[str, object]]] = []
+
+    def on_call(name: str, arguments: dict[str, object]) -> str:
+        calls.append((name, arguments))
+        return "ok"
+
+    interfaces = AgentInterfaces(lambda: dict(catalog), on_call, lambda _: None).start()
+    seen: list[list[str]] = []
+    relisted: list[bool] = []
+    errors: list[int] = []
+
+    async def host() -> None:
+        told = anyio.Event()
+
+        async def on_message(message: object) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                told.set()
+
+        async with _host(transport, interfaces.mcp_url, on_message) as session:
+            init = await session.initialize()
+            assert init.capabilities.tools is not None and init.capabilities.tools.list_changed
+            seen.append(sorted(t.name for t in (await session.list_tools()).tools))
+            del catalog["refund"]
+
+            async def change() -> None:  # the harness's side: tell, then wait for a re-listing
+                relisted.append(await anyio.to_thread.run_sync(interfaces.tools_changed, 120.0))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(change)
+                with anyio.fail_after(120):  # a bound for a loaded machine, not a speed
+                    await told.wait()
+                seen.append(sorted(t.name for t in (await session.list_tools()).tools))
+            try:
+                await session.call_tool("refund", {"amount": 1})
+            except MCPError as exc:
+                errors.append(exc.error.code)
+
+    try:
+        anyio.run(host)
+    finally:
+        interfaces.stop()
+    assert seen == [["pay", "refund"], ["pay"]] and relisted == [True]
+    assert errors == [-32602] and calls == [("refund", {"amount": 1})] and interfaces.unlisted_calls == 1
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_long_tool_reports_progress_and_a_cancel_mid_run_ends_it_unanswered(transport: str) -> None:
+    """A host that asks for progress (a ``progressToken``) gets increasing
+    ``notifications/progress`` while the tool runs; it cancels the call mid-run
+    (``notifications/cancelled``): the tool ran once, no answer comes, and no progress is
+    sent for the cancelled request afterwards."""
+    import anyio
+
+    from callsafe.loopback.mcp_server import AgentInterfaces
+
+    calls: list[str] = []
+    interfaces = AgentInterfaces(
+        lambda: {"pay": PAY},
+        lambda name, _: calls.append(name) or "ok",
+        lambda _: None,
+        long_seconds=600.0,
+        progress_every=0.05,
+    ).start()
+    progress: list[float] = []
+    answers: list[object] = []
+    after: list[int] = []
+
+    async def host() -> None:
+        async with _host(transport, interfaces.mcp_url, None) as session:
+            await session.initialize()
+            with anyio.CancelScope() as scope:
+
+                async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                    progress.append(value)
+                    if len(progress) == 3:
+                        scope.cancel()  # the host gives up mid-run
+
+                answers.append(await session.call_tool("pay", {"amount": 1}, progress_callback=on_progress))
+            with anyio.fail_after(120):  # a bound for a loaded machine, not a speed
+                while interfaces.cancelled == 0:
+                    await anyio.sleep(0.05)
+            sent = interfaces.progress_sent
+            await anyio.sleep(0.5)  # ten of the tool's progress intervals, had it gone on
+            after.append(interfaces.progress_sent - sent)
+
+    try:
+        anyio.run(host)
+    finally:
+        interfaces.stop()
+    assert calls == ["pay"] and answers == [] and interfaces.cancelled == 1
+    assert len(progress) >= 3 and progress == sorted(set(progress)) and after == [0]

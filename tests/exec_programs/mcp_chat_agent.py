@@ -9,7 +9,13 @@ Nothing in it knows callsafe.
 tool again when its answer is lost or timed out (the tool runs twice). ``--naive`` is the agent with two bugs users ship (public reports in
 ``shared/research/public-streaming-bugs.md``): it keys calls by their ``index`` alone (two
 parallel calls that share an index merge into one), and it runs what it assembled whatever
-the stream's ``finish_reason`` (a reply cut at ``length`` runs its truncated call)."""
+the stream's ``finish_reason`` (a reply cut at ``length`` runs its truncated call).
+
+Catalog changes: the agent lists its tools again on ``notifications/tools/list_changed`` and
+runs no call of a tool its list no longer has (it waits for a re-listing in flight before it
+runs its calls); ``--stale`` keeps the list it started with (and calls what the model asked).
+``--progress`` asks for each call's ``notifications/progress`` (a ``progressToken``) and
+prints them to stderr."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import shlex
 import sys
 from typing import Any
 
+import mcp_types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -31,16 +38,21 @@ def _timeout() -> float | None:
     return float(argv[argv.index("--timeout") + 1]) if "--timeout" in argv else None
 
 
+async def progress(value: float, total: float | None, message: str | None) -> None:
+    print(f"progress {value:g}/{total if total is None else f'{total:g}'}: {message}", file=sys.stderr)
+
+
 async def call_tool(session: ClientSession, name: str, arguments: Any, retry: bool) -> None:
     """``--retry``: a lost or timed-out answer is retried by calling again (the tool then
     runs twice); otherwise it is reported and the agent goes on."""
+    watch = progress if "--progress" in sys.argv[1:] else None
     try:
-        await session.call_tool(name, arguments, read_timeout_seconds=_timeout())
+        await session.call_tool(name, arguments, read_timeout_seconds=_timeout(), progress_callback=watch)
     except Exception as exc:  # the MCP client raises its MCPError for a lost or timed-out answer
         print(f"{name}: no answer ({exc})", file=sys.stderr)
         if retry:
             try:
-                await session.call_tool(name, arguments, read_timeout_seconds=_timeout())
+                await session.call_tool(name, arguments, read_timeout_seconds=_timeout(), progress_callback=watch)
             except Exception as again:
                 print(f"{name}: no answer again ({again})", file=sys.stderr)
 
@@ -51,9 +63,24 @@ async def main(naive: bool) -> None:
         transport: Any = stdio_client(StdioServerParameters(command=command, args=args, env=dict(os.environ)))
     else:
         transport = streamable_http_client(os.environ["CALLSAFE_MCP_URL"])
-    async with transport as streams, ClientSession(streams[0], streams[1]) as session:
+    stale = "--stale" in sys.argv[1:]
+    known: set[str] = set()
+    relisting: list[asyncio.Task[None]] = []
+
+    async def relist() -> None:
+        listed = await session.list_tools()
+        known.clear()
+        known.update(t.name for t in listed.tools)
+        print(f"tools now: {sorted(known)}", file=sys.stderr)
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification) and not stale:
+            relisting.append(asyncio.ensure_future(relist()))  # not inline: the session's reader must go on
+
+    async with transport as streams, ClientSession(streams[0], streams[1], message_handler=on_message) as session:
         await session.initialize()
         listed = await session.list_tools()
+        known.update(t.name for t in listed.tools)
         tools: list[Any] = [
             {
                 "type": "function",
@@ -91,7 +118,11 @@ async def main(naive: bool) -> None:
         await client.close()
         if not naive and finish != "tool_calls":
             return  # cut short, filtered or ended without calls: nothing is finished
+        await asyncio.gather(*relisting)  # a re-listing in flight ends before any call runs
         for call in calls.values():
+            if not naive and call["name"] not in known:
+                print(f"{call['name']}: no longer offered; not run", file=sys.stderr)
+                continue
             try:
                 arguments = json.loads(call["arguments"] or "{}")
             except ValueError:
