@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
+from callsafe import span_recording
 from callsafe.contract.target import TargetEnv
 from callsafe.model.vocabulary import CallKey, Disconnect, Event, Executed, Limits, ToolSpec, TurnStarted
 
@@ -230,6 +231,7 @@ class WireTarget:
         self.presented = []
         self.errors = []
         self._reset()
+        span_recording.begin_run()
 
     def receive(self, event: Event) -> None:
         """Application events. A turn binds the calls that follow to its tenant, turn and
@@ -239,6 +241,7 @@ class WireTarget:
         and the adapter declares no capability for it."""
         if isinstance(event, TurnStarted):
             self._binding = _Binding(event.turn, event.actor, event.tenant, event.traceparent)
+            span_recording.bind_turn(event.turn, event.tenant, event.actor)
         elif isinstance(event, Disconnect):
             self._broken()
 
