@@ -139,3 +139,29 @@ def test_strands_spans_recorded_by_the_program_give_certifys_verdicts(
         assert pairs["INV-ONCE"] == ("holds", "holds")
         assert observed.status("INV-EXACT-ARGS") == "not judgeable"
         assert ("calls" in observed.kinds) == ("arguments" in observed.kinds) == bool(opt_in)
+
+
+def test_openai_agents_spans_through_the_bridge_establish_no_execution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """openai-agents' function spans carry no tool call id: the bridge's ``execute_tool``
+    spans are not executions, and every verdict is "not judgeable" (never a "holds")."""
+    row = next(r for r in FRAMEWORK_ROWS if r.name.startswith("openai-agents"))
+    reason = row.unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    for name, value in EXEC_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv(span_recording.ENVIRONMENT, str(tmp_path))
+    target = f"exec:{sys.executable} -X callsafe_spans={tmp_path.name} -m callsafe.adapters.frameworks.openai_agents"
+    (trace,) = _traces(TRACES[:1])
+    checked = check_trace(target, trace, TRACE_TIMEOUT)  # type: ignore[arg-type]
+    assert checked.run is not None and not checked.run.errors
+    assert _certify(checked, "INV-ONCE") == "holds"
+    (spans,) = tmp_path.iterdir()
+    records = read_spans(spans.read_bytes())
+    observed = judge_records(records)
+    _compare(checked, observed)
+    assert records.kinds == {"calls"}  # the generation span's tool calls, with their ids
+    assert any("without gen_ai.tool.call.id" in note for note in records.notes)
+    assert {v.status for v in observed.verdicts.values()} == {"not judgeable"}
