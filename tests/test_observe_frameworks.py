@@ -19,6 +19,7 @@ a call with no argument bytes stays "not judgeable" rather than "holds".
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,3 +166,32 @@ def test_openai_agents_spans_through_the_bridge_establish_no_execution(
     assert records.kinds == {"calls"}  # the generation span's tool calls, with their ids
     assert any("without gen_ai.tool.call.id" in note for note in records.notes)
     assert {v.status for v in observed.verdicts.values()} == {"not judgeable"}
+
+
+def test_a_recording_to_a_file_writes_otlp_json_lines_bound_to_the_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``CALLSAFE_RECORD_SPANS=FILE`` writes: a line per export that ``observe`` reads,
+    each span bound to the turn; the SDK switched on for the recording only."""
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    out = tmp_path / "spans.otlp.jsonl"
+    made = span_recording.record_spans(out, global_provider=False)
+    try:
+        assert made.local and made.path == out
+        tracer = made.provider.get_tracer("test")
+        span_recording.begin_run()
+        span_recording.bind_turn("turn-9", "acme", "u1")
+        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.id": "call_9", "n": 3}
+        with tracer.start_as_current_span("execute_tool pay", attributes=attributes):
+            pass
+        made.flush()
+    finally:
+        span_recording.stop_recording()
+    assert span_recording.recording() is None
+    assert os.environ["OTEL_SDK_DISABLED"] == "true"
+    lines = out.read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["resourceSpans"]
+    records = read_spans(out.read_bytes())
+    (entry,) = [e for e in records.entries if e.observation is not None]
+    key = entry.observation.key  # type: ignore[union-attr]
+    assert (key.tenant, key.turn, key.call) == ("acme", "turn-9", "call_9")

@@ -39,7 +39,6 @@ from agents.tool import _parse_function_tool_json_input
 from agents.tool_context import ToolContext
 from agents.tracing import FunctionSpanData, GenerationSpanData, TracingProcessor
 from openai import AsyncOpenAI
-from opentelemetry import trace as otel_trace
 
 from callsafe import span_recording
 from callsafe.adapters.frameworks._program import FrameworkProgram, main
@@ -100,6 +99,8 @@ class OtelBridge(TracingProcessor):
     tracer provider, at the SDK's times (see the module's docstring)."""
 
     def __init__(self) -> None:
+        from opentelemetry import trace as otel_trace  # made only when recording, which needs it
+
         self._tracer = otel_trace.get_tracer("callsafe.openai_agents_bridge")
 
     def on_trace_start(self, trace: Any) -> None:
