@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,3 +196,29 @@ def test_a_recording_to_a_file_writes_otlp_json_lines_bound_to_the_turn(
     (entry,) = [e for e in records.entries if e.observation is not None]
     key = entry.observation.key  # type: ignore[union-attr]
     assert (key.tenant, key.turn, key.call) == ("acme", "turn-9", "call_9")
+
+
+def test_certify_record_spans_leaves_a_file_per_trace_run_that_observe_judges(tmp_path: Path) -> None:
+    """``callsafe certify --record-spans DIR`` on the guard: its ``callsafe.guard.execute``
+    spans, one file per trace run, each judged by ``callsafe observe`` as certify judged
+    the run (INV-ONCE holds; nothing the spans cannot show)."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for n, trace in enumerate(_traces(TRACES[:2])):
+        (traces / f"t{n}.json").write_text(trace.dumps(), encoding="utf-8")  # type: ignore[attr-defined]
+    spans = tmp_path / "spans"
+    env = {**os.environ, **EXEC_ENV}
+    env.pop(span_recording.ENVIRONMENT, None)
+    command = [sys.executable, "-m", "callsafe", "certify", "guard:sqlite:openai-chat", "--traces", str(traces)]
+    command += ["--no-minimize", "--record-spans", str(spans), "--report", str(tmp_path / "report")]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=TRACE_TIMEOUT, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = sorted(spans.iterdir(), key=lambda p: int(p.name.split("-")[2].split(".")[0]))
+    assert len(files) == 2  # the traces in order: the guard runs the first's call, refuses the second's
+    for path, once in zip(files, ("holds", "not judgeable"), strict=True):
+        observe = [sys.executable, "-m", "callsafe", "observe", str(path), "--json"]
+        shown = subprocess.run(observe, env=env, capture_output=True, text=True, timeout=TRACE_TIMEOUT, check=False)
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        verdicts = {v["invariant"]: v["status"] for v in json.loads(shown.stdout)["verdicts"]}
+        assert verdicts.pop("INV-ONCE") == once, path.name
+        assert set(verdicts.values()) == {"not judgeable"}
