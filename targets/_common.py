@@ -231,7 +231,6 @@ class WireTarget:
         self.presented = []
         self.errors = []
         self._reset()
-        span_recording.begin_run()
 
     def receive(self, event: Event) -> None:
         """Application events. A turn binds the calls that follow to its tenant, turn and
