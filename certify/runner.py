@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from callsafe import span_recording
 from callsafe.certify.target_errors import TargetError, TraceTimeout, error_from_exception
 from callsafe.certify.wire import ABSTRACT, WirePlan, prepare, reconnects
 from callsafe.contract.target import Target, TargetEnv
@@ -410,6 +411,7 @@ class Session:
             clock=lambda: float(max(delivery.step, 0)),
             store_dir=self._store_dir,
         )
+        span_recording.begin_run()  # a directory recording of spans: a file per trace
         self.target.start(env)
         return self
 

@@ -346,6 +346,16 @@ def _default_report_dir(spec: str) -> Path:
     show_default=True,
     help="Distinct causes kept per invariant, each minimised into its own counterexample.",
 )
+@click.option(
+    "--record-spans",
+    "record_spans",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Record the target's own OpenTelemetry spans (the agent frameworks' instrumentation, the guard's) as OTLP "
+    "JSON in DIR, a file per trace run, for `callsafe observe` (a local file exporter only: nothing leaves the "
+    "machine). Sets CALLSAFE_RECORD_SPANS for the programs it starts.",
+)
 def certify_cmd(
     target: str,
     budget: float | None,
@@ -369,6 +379,7 @@ def certify_cmd(
     fail_fast: bool,
     no_minimize: bool,
     counterexamples: int,
+    record_spans: Path | None,
 ) -> None:
     """Certify TARGET: run adversarial traces against it and judge every run, then write
     report.json, report.html and junit.xml (--report). `callsafe certify reference`
@@ -406,6 +417,8 @@ def certify_cmd(
     from callsafe.model.vocabulary import TraceFormatError
     from callsafe.reporting.sections import verdict_line
 
+    if record_spans is not None:
+        _record_spans(record_spans)
     if scheduler:
         from callsafe.certify.distributed import dask_available
 
@@ -468,6 +481,25 @@ def certify_cmd(
         verdict += " [yellow](interrupted: the report is partial)[/yellow]"
     console.print(verdict)
     sys.exit(cert.exit_code)
+
+
+def _record_spans(directory: Path) -> None:
+    """``--record-spans DIR``: the directory made, ``CALLSAFE_RECORD_SPANS`` set for the
+    programs this run starts, and this process's recording installed (in-process targets:
+    the guard's spans, pydantic-ai's instrumentation)."""
+    import os
+
+    from callsafe import span_recording
+
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot make {directory}: {exc.strerror}", param_hint="--record-spans") from None
+    os.environ[span_recording.ENVIRONMENT] = str(directory.resolve())
+    try:
+        span_recording.record_spans(directory.resolve())
+    except RuntimeError as exc:
+        raise click.BadParameter(str(exc), param_hint="--record-spans") from None
 
 
 def _why_nothing_ran(cert: Any) -> str:

@@ -295,9 +295,20 @@ def judge_records(records: Records, *, kinds: Iterable[str] | None = None) -> Ob
             verdicts[inv.id] = Verdict(inv.id, "not judgeable", missing=tuple(sorted(inv.needs - have)))
             continue
         shown = tuple(ObservedFinding(f, _evidence(f, where_by_call, where_of_step)) for f in found)
+        if not shown and inv.id in _ONLY_VIOLATED_FROM_CALLS and "stream" not in have:
+            verdicts[inv.id] = Verdict(inv.id, "not judgeable", missing=("stream",))
+            continue
         verdicts[inv.id] = Verdict(inv.id, "violated" if shown else "holds", shown, scope=_scope(inv.id, have))
     return Observed(records.source, have, verdicts, trace, observations, assumed, list(records.notes))
 
+
+# Judged from an instrumentation's record of the completed calls ("calls") rather than the
+# stream, these can be shown violated but never shown to hold: the record is usually the
+# application's own reading of the stream (pydantic-ai's and Strands' chat spans record the
+# arguments the framework assembled), so executed arguments that match it say nothing about
+# the model's; a run certify found executing ``{}`` for a call whose stream carried no
+# argument bytes has a chat span saying the same ``{}``.
+_ONLY_VIOLATED_FROM_CALLS: Final = frozenset({"INV-EXACT-ARGS", "LIVE-DISPATCH"})
 
 _WITHOUT_STREAM: Final = {
     "INV-ONCE": "each key's executions counted",
@@ -306,7 +317,7 @@ _WITHOUT_STREAM: Final = {
     "restart); a stop the stream carries (a disconnect, the response's end) and a call run before it completed "
     "are not in these records",
     "INV-EXACT-ARGS": "executed arguments against the completed calls the instrumentation recorded, not "
-    "against the fragments",
+    "against the fragments: a difference is a violation, a match is not judgeable",
     "LIVE-DISPATCH": "the completed calls the instrumentation recorded",
 }
 

@@ -43,6 +43,9 @@ CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 RESPONSE_ID: Final = "gen_ai.response.id"
 GUARD_SPAN: Final = "callsafe.guard.execute"
+# pydantic-ai sets this on an ``execute_tool`` span of a call that failed before its tool
+# ran (arguments that did not validate): a span, but no execution.
+NOT_RUN: Final = "pydantic_ai.tool.failure_stage"
 
 
 def _value(v: Any) -> Any:
@@ -150,6 +153,9 @@ class SpanReader:
             self._executed(key, actor, str(attrs.get("callsafe.tool", "")), None, here)
         elif attrs.get(OPERATION) == "execute_tool":
             call = attrs.get(CALL_ID)
+            if attrs.get(NOT_RUN) is not None:
+                self.records.notes.append(f"{here}: failed before its tool ran ({NOT_RUN}); not an execution")
+                return
             if not isinstance(call, str) or not call:
                 self.records.notes.append(f"{here}: an execute_tool span without {CALL_ID}; not read")
                 return

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
+from callsafe import span_recording
 from callsafe.contract.target import TargetEnv
 from callsafe.model.vocabulary import CallKey, Disconnect, Event, Executed, Limits, ToolSpec, TurnStarted
 
@@ -239,6 +240,7 @@ class WireTarget:
         and the adapter declares no capability for it."""
         if isinstance(event, TurnStarted):
             self._binding = _Binding(event.turn, event.actor, event.tenant, event.traceparent)
+            span_recording.bind_turn(event.turn, event.tenant, event.actor)
         elif isinstance(event, Disconnect):
             self._broken()
 

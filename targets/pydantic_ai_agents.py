@@ -132,6 +132,23 @@ def sse_body(payloads: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...], 
     return bytes(out)
 
 
+def _instrumentation() -> list[Any]:
+    """pydantic-ai's own OpenTelemetry instrumentation (the ``Instrumentation`` capability)
+    when this process records spans (:mod:`callsafe.span_recording`), else none:
+    ``execute_tool`` spans with the call id and arguments, chat spans with the model's output
+    messages (content included)."""
+    from callsafe import span_recording
+
+    recording = span_recording.record_spans_from_environment() or span_recording.recording()
+    if recording is None:
+        return []
+    from pydantic_ai.capabilities import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    settings = InstrumentationSettings(tracer_provider=recording.provider, include_content=True)
+    return [Instrumentation(settings=settings)]
+
+
 def run_agent(
     target: WireTarget,
     first: bytes,
@@ -167,7 +184,7 @@ def run_agent(
         Tool.from_schema(make_tool(name), name=name, description=name, json_schema=dict(spec.schema), takes_ctx=True)
         for name, spec in catalog.items()
     ]
-    agent = Agent(model(client), tools=tools)
+    agent = Agent(model(client), tools=tools, capabilities=_instrumentation())
 
     async def drain(ctx: Any, events: Any) -> None:
         async for _ in events:

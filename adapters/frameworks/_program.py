@@ -36,6 +36,7 @@ from typing import Any
 
 import httpx
 
+from callsafe import span_recording
 from callsafe.adapters.stdio import serve
 from callsafe.contract.target import TargetEnv
 from callsafe.model.vocabulary import CallKey, CancelTurn, Disconnect, Event, TurnStarted
@@ -237,12 +238,14 @@ class FrameworkProgram:
     def start(self, env: TargetEnv) -> None:
         self.env = env
         self.turn = None
+        span_recording.begin_run()
 
     def receive(self, event: Event) -> None:
         if isinstance(event, TurnStarted):
             if self.turn is not None and event.turn != self.turn.turn:
                 self._cancel_and_wait()  # a new turn supersedes the running one
             self.turn = event
+            span_recording.bind_turn(event.turn, event.tenant, event.actor)
         elif (isinstance(event, CancelTurn) and self.turn is not None and event.turn == self.turn.turn) or isinstance(
             event, Disconnect
         ):
@@ -335,5 +338,8 @@ class FrameworkProgram:
 
 
 def main(factory: Callable[[], FrameworkProgram]) -> int:
-    """Serve the program over the target protocol, reading its streams over HTTP."""
+    """Serve the program over the target protocol, reading its streams over HTTP; its
+    framework's own spans are recorded when ``CALLSAFE_RECORD_SPANS`` says where
+    (:mod:`callsafe.span_recording`)."""
+    span_recording.record_spans_from_environment()
     return serve(factory, wire="http")
