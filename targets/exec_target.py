@@ -781,15 +781,19 @@ class ExecTarget:
         slow the machine. Not while the program is inside its ``validate``: the reader may be
         the thread that waits for the answer, and bytes written meanwhile are read after it,
         as they would be. A program that reads nothing for ``CALLSAFE_EXEC_MESSAGE_TIMEOUT``
-        hangs (a target error, never a verdict taken out of order)."""
+        once its request has reached the loopback hangs (a target error, never a verdict taken
+        out of order); before its request arrives (its SDK or framework still importing and
+        building its client, which takes longer than that on a loaded machine) the wait is
+        bounded by the trace's timeout instead."""
         sid = trace.stream_id
+        stream = trace.stream
 
         def read() -> bool:
             return trace.read_bytes >= sent or trace.read_closed or sid in trace.finished_streams
 
         while not read() and not trace.failed:
             self._await(trace, None, "stream", settle=self.message_timeout, until=read)
-            if not read() and not trace.failed:
+            if not read() and not trace.failed and (stream is None or stream.served):
                 what = f"the program read no further into its stream within {self.message_timeout:g} s"
                 raise self._fail(trace, what, "hang")
 
