@@ -12,19 +12,32 @@ yields two objects for one event, counts the same), and it is not observable any
 the loopback only sees its writes reach the socket. Reporting at the pull, before the read
 blocks, lets callsafe deliver the trace's next step (a restart, a catalog change) only after
 the program has seen what came before it in the trace.
+
+By design, not by opt-in: :func:`install` (which ``serve(wire="http")`` calls) hooks the
+transports of ``httpx`` and ``httpx2`` for the whole process, synchronous and asynchronous,
+so every client a framework builds for itself (an ``AsyncOpenAI`` inside an agent runner, a
+Gemini client, a proxy's upstream client) reports its reads, whatever transport wraps them.
+Only the model stream counts: a response is reported when its request went to the base URL
+of the stream callsafe opened (its channel at the loopback provider) and its body is a stream
+(``text/event-stream`` or AWS's event stream); an MCP session, a JSON answer or any other
+request is not.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["Report", "http_module", "reporting_client", "reporting_transport"]
+__all__ = ["Report", "http_module", "install", "installed", "reporting_client", "reporting_transport", "uninstall"]
 
 Report = Callable[[int, bool], None]  # (bytes handled so far, stopped reading this body)
+Sink = Callable[[str], Report | None]  # a request's URL -> where its body reports (None: nowhere)
+
+_STREAM_TYPES: Final = ("text/event-stream", "application/vnd.amazon.eventstream")
+_sink: list[Sink] = []  # the sink install() set (one per process)
 
 
 def http_module(sdk: str) -> ModuleType:
@@ -35,6 +48,101 @@ def http_module(sdk: str) -> ModuleType:
     if not isinstance(module, ModuleType):
         module = importlib.import_module("httpx")
     return module
+
+
+@functools.cache
+def _async_stream(http: ModuleType) -> type[Any]:
+    """The asynchronous reporting stream of one HTTP library: what an ``AsyncClient`` reads."""
+
+    class AsyncReportingStream(http.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, inner: Any, report: Report) -> None:
+            self.inner = inner
+            self.report = report
+            self.read = 0
+            self.closed = False
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            chunks = self.inner.__aiter__()
+            while True:
+                self.report(self.read, False)  # everything before this offset has been handled
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return
+                self.read += len(chunk)
+                yield chunk
+
+        async def aclose(self) -> None:
+            if not self.closed:
+                self.closed = True
+                self.report(self.read, True)
+            await self.inner.aclose()
+
+    return AsyncReportingStream
+
+
+def _reporter(request: Any, response: Any) -> Report | None:
+    """Where this response's body reports: the sink's answer for the request's URL, for a
+    streamed body only."""
+    if not _sink:
+        return None
+    kind = str(response.headers.get("content-type", "")).split(";")[0].strip().lower()
+    if kind not in _STREAM_TYPES:
+        return None
+    return _sink[0](str(request.url))
+
+
+def _patch(http: ModuleType) -> None:
+    """Hook one HTTP library's transports (once): every response they return whose request
+    the sink accepts has its body wrapped in a reporting stream. Patching the base
+    transports' methods reaches the clients already built and any transport that delegates
+    to them (a watching or mocking wrapper reads through them)."""
+    sync, aio = http.HTTPTransport, http.AsyncHTTPTransport
+    if getattr(sync, "_callsafe_reads", False):
+        return
+    stream, astream = _classes(http)[0], _async_stream(http)
+    handle, ahandle = sync.handle_request, aio.handle_async_request
+
+    def handle_request(self: Any, request: Any) -> Any:
+        response = handle(self, request)
+        report = _reporter(request, response)
+        if report is not None and isinstance(response.stream, http.SyncByteStream):
+            response.stream = stream(response.stream, report)
+        return response
+
+    async def handle_async_request(self: Any, request: Any) -> Any:
+        response = await ahandle(self, request)
+        report = _reporter(request, response)
+        if report is not None and isinstance(response.stream, http.AsyncByteStream):
+            response.stream = astream(response.stream, report)
+        return response
+
+    sync.handle_request = handle_request
+    aio.handle_async_request = handle_async_request
+    sync._callsafe_reads = aio._callsafe_reads = True
+
+
+def install(sink: Sink) -> None:
+    """Report the body reads of every streamed response of this process's ``httpx`` and
+    ``httpx2`` transports to ``sink(url)`` (``None``: that request is not the model stream).
+    Idempotent; a later call replaces the sink."""
+    _sink[:] = [sink]
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        _patch(module)
+
+
+def uninstall() -> None:
+    """Stop reporting (the hooks stay, inert: a response then reports nowhere)."""
+    _sink.clear()
+
+
+def installed() -> bool:
+    """Whether :func:`install` has hooked this process's HTTP transports."""
+    return bool(_sink)
 
 
 @functools.cache

@@ -15,11 +15,21 @@ survives a crash) back to the loop, which restarts the target.
 Wire mode over HTTP (``wire="http"``): the target gets ``stream(base_url)`` calls in a
 thread of their own (its SDK reads the response from callsafe's loopback provider), while
 this loop goes on handling application events and validation answers.
+
+Order over HTTP, by default: ``serve(wire="http")`` declares ``"acks": "bytes"`` and hooks
+the process's ``httpx`` and ``httpx2`` transports (:func:`callsafe.adapters.http_reads.install`),
+so whatever client the target's SDK or framework builds, each body read of the stream
+callsafe opened is reported (``read`` {bytes}) and callsafe delivers the trace's next step
+only after the program has read past what came before it (docs/target-protocol.md,
+"Order"). A program whose HTTP client is neither opts out with ``acks=False`` (its order is
+then a settle window: best effort, and reports say so) or reports itself through
+:func:`read_reporter`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import sys
 import threading
@@ -68,6 +78,8 @@ class _Server:
         self.wire = wire
         self.acks = acks
         self.reported = (-1, False)
+        self.stream_base = ""  # the base URL of the stream callsafe opened last (``stream``)
+        self.generation = 0  # how many ``stream`` messages came: a body reports for its own only
         self.target: Target | None = None
         self.step = -1
         self.tools: dict[str, ToolSpec] = {}
@@ -98,14 +110,28 @@ class _Server:
                 return
         self.inbox.put(None)
 
-    def report_read(self, read: int, closed: bool) -> None:
+    def report_read(self, read: int, closed: bool, generation: int | None = None) -> None:
         """``read`` {bytes, closed}: how far the program's SDK has handled the body it reads
-        (``adapters.http_reads``); sent only when it says something new."""
+        (``adapters.http_reads``); sent only when it says something new, and only for the
+        stream callsafe opened last (a body of an earlier one that a proxy closes late must
+        not count as reads of the next)."""
         with self.write_lock:
+            if generation is not None and generation != self.generation:
+                return
             if (read, closed) == self.reported:
                 return
             self.reported = (read, closed)
-        self.send({"type": "read", "bytes": read, "closed": closed})
+            self.stdout.write(encode({"type": "read", "bytes": read, "closed": closed}))
+            self.stdout.flush()
+
+    def reporter(self, url: str) -> Callable[[int, bool], None] | None:
+        """Where a response of ``url`` reports its reads: the model stream's requests only
+        (its channel at the loopback provider), never an MCP session or another host."""
+        with self.write_lock:
+            base, generation = self.stream_base, self.generation
+        if self.acks != "bytes" or not base or not (url == base or url.startswith(base + "/")):
+            return None
+        return functools.partial(self.report_read, generation=generation)
 
     def next_message(self) -> dict[str, Any] | None:
         message = self.inbox.get()
@@ -179,7 +205,10 @@ class _Server:
             elif kind == "end_stream":
                 self._target().end_stream()
             elif kind == "stream":
-                self.reported = (-1, False)
+                with self.write_lock:
+                    self.reported = (-1, False)
+                    self.stream_base = str(message["base_url"]).rstrip("/")
+                    self.generation += 1
                 self._stream(mid, str(message["base_url"]))
                 return  # answered when the stream's thread ends
             elif kind == "restart":
@@ -291,19 +320,30 @@ def serve(
     *,
     process_per_trace: bool = False,
     wire: str = "stdio",
-    acks: bool | str = False,
+    acks: bool | str | None = None,
     stdin: IO[bytes] | None = None,
     stdout: IO[bytes] | None = None,
 ) -> int:
     """Speak the protocol for targets built by ``factory`` until stdin ends; returns the
     exit status. Nothing but messages goes to stdout: anything the target prints is sent
-    to stderr instead (which callsafe captures)."""
+    to stderr instead (which callsafe captures).
+
+    ``acks``: by default ``"bytes"`` over HTTP (the process's ``httpx``/``httpx2`` body
+    reads of the model stream are reported: the order is the trace's) and nothing over
+    stdio (where the order is exact anyway); ``False`` opts out (a settle window, best
+    effort), ``True`` promises ``read`` {events} sent by the target itself."""
     out = stdout if stdout is not None else sys.stdout.buffer
     if stdout is None:
         sys.stdout = sys.stderr  # a stray print() must not corrupt the message stream
+    if acks is None:
+        acks = "bytes" if wire == "http" else False
     global _ACTIVE
     server = _Server(factory, stdin if stdin is not None else sys.stdin.buffer, out, process_per_trace, wire, acks)
     _ACTIVE = server
+    if wire == "http" and acks == "bytes":
+        from callsafe.adapters.http_reads import install
+
+        install(server.reporter)
     return server.loop()
 
 
@@ -311,9 +351,9 @@ _ACTIVE: _Server | None = None
 
 
 def read_reporter() -> Callable[[int, bool], None]:
-    """What a program's HTTP client reports its reads through
-    (:class:`callsafe.adapters.http_reads.ReadReportingTransport`): the ``read`` message of
-    the program this process serves (``serve(..., acks="bytes")``), or nothing outside one."""
+    """What a program's own reader reports its reads through (a WebSocket client, an HTTP
+    client that is not ``httpx``: ``serve`` hooks those itself): the ``read`` message of the
+    program this process serves (``serve(..., acks="bytes")``), or nothing outside one."""
     server = _ACTIVE
     if server is None or server.acks != "bytes":
         return lambda read, closed: None

@@ -702,6 +702,11 @@ def _print_certification(cert: Any, target: str, seed: int, out_dir: Path) -> No
     )
     execution = cert.execution.summary()
     console.print(f"[yellow]{escape(execution)}[/yellow]" if cert.execution.rerun_partitions else escape(execution))
+    from callsafe.targets.exec_target import order_note
+
+    best_effort = order_note(cert.target.run)
+    if best_effort is not None:
+        console.print(f"[yellow]{escape(best_effort)}[/yellow]")
     _print_findings(cert, out_dir)
     if cert.broken_traces:
         kinds = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(cert.broken_count.items()))

@@ -30,11 +30,13 @@ in body bytes instead (``read`` {bytes: N}: its HTTP client asks for bytes past 
 only once everything those N carried has been handled), which needs no knowledge of the
 SDK's events: callsafe then holds every later step, a control event included, until the
 program has read past the bytes written before it (``docs/target-protocol.md``, "Order").
-Validation nests: while the program waits for a ``validation`` answer, callsafe may send it
-the events that arrive "during validation" (each answered with its own ``done``) or a
-``restart`` (the process crashed inside the validator: no ``validation`` comes; the program
-drops every handler that waits for one, never answering their messages, restarts, and
-answers the ``restart``).
+The helpers (``callsafe.adapters.stdio.serve`` and the Node helper) declare byte acks by
+default over HTTP and report the reads themselves; a program without them gets a best-effort
+order, and the reports say so. Validation nests: while the program waits for a
+``validation`` answer, callsafe may send it the events that arrive "during validation" (each
+answered with its own ``done``) or a ``restart`` (the process crashed inside the validator:
+no ``validation`` comes; the program drops every handler that waits for one, never
+answering their messages, restarts, and answers the ``restart``).
 """
 
 from __future__ import annotations

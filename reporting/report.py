@@ -151,7 +151,16 @@ REPORT_SCHEMA: Final[dict[str, Any]] = {
             "required": ["spec", "name", "protocol", "capabilities", "run"],
             "properties": {
                 "capabilities": {"type": "array", "items": {"type": "string"}},
-                "run": {"type": "object", "required": ["mode"], "properties": {"mode": {"type": "string"}}},
+                "run": {
+                    "type": "object",
+                    "required": ["mode"],
+                    "properties": {
+                        "mode": {"type": "string"},
+                        # over HTTP: whether the program acknowledged its reads (the trace's order by
+                        # design) or the order was best effort (targets.exec_target.order)
+                        "order": {"enum": ["acknowledged", "best effort"]},
+                    },
+                },
             },
         },
         "options": {"type": "object"},
@@ -638,6 +647,8 @@ def _run_text(run: dict[str, Any]) -> str:
         text += f" `{run['command']}`, {run.get('protocol', '')} v{run.get('protocol_version', '?')}"
     if "wire" in run:
         text += f", wire over {run['wire']}"
+    if "order" in run:
+        text += f", order {run['order']}"
     return text
 
 

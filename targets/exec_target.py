@@ -437,6 +437,35 @@ def _require_loopback(command: str) -> None:
         ) from None
 
 
+ORDER_EXACT: Final = "acknowledged"
+ORDER_BEST_EFFORT: Final = "best effort"
+
+
+def order(handshake: Handshake) -> str | None:
+    """How the order a program sees over HTTP is made the trace's (reports say it):
+    ``acknowledged`` when it reports the body bytes its SDK has read (``"acks": "bytes"``,
+    what the shipped adapter libraries declare by default), ``best effort`` when it does
+    not (events it counts itself, waited for a bounded time, or only a settle window: load
+    can change what it has read when a control event arrives). ``None`` off HTTP, where the
+    order is exact (one pipe carries everything)."""
+    if handshake.wire != "http" or handshake.reads == "abstract":
+        return None
+    return ORDER_EXACT if handshake.acks == "bytes" else ORDER_BEST_EFFORT
+
+
+def order_note(run: Mapping[str, Any]) -> str | None:
+    """The console's and the reports' words for a run whose order was best effort."""
+    if run.get("order") != ORDER_BEST_EFFORT:
+        return None
+    counts = run.get("acks") is True
+    how = "its own event counts (read {events})" if counts else "a settle window (CALLSAFE_EXEC_SETTLE)"
+    return (
+        "order best effort: the program does not acknowledge the stream bytes its SDK has read "
+        f'(acks "bytes"), so a control event\'s place after stream bytes rests on {how}; '
+        "under load a verdict can differ between runs"
+    )
+
+
 def run_mode(handshake: Handshake) -> str:
     """How the program is run, as reports say it: ``exec`` or ``exec, wire mode (...)``."""
     if handshake.reads == "abstract":
@@ -500,6 +529,10 @@ class ExecTarget:
         }
         if self.protocol != "abstract":
             out["wire"] = self.handshake.wire
+        ordered = order(self.handshake)
+        if ordered is not None:
+            out["order"] = ordered
+            out["acks"] = self.handshake.acks
         if self.handshake.error is not None:
             out["handshake_error"] = self.handshake.error
             out["handshake_error_kind"] = self.handshake.error_kind
@@ -748,15 +781,19 @@ class ExecTarget:
         slow the machine. Not while the program is inside its ``validate``: the reader may be
         the thread that waits for the answer, and bytes written meanwhile are read after it,
         as they would be. A program that reads nothing for ``CALLSAFE_EXEC_MESSAGE_TIMEOUT``
-        hangs (a target error, never a verdict taken out of order)."""
+        once its request has reached the loopback hangs (a target error, never a verdict taken
+        out of order); before its request arrives (its SDK or framework still importing and
+        building its client, which takes longer than that on a loaded machine) the wait is
+        bounded by the trace's timeout instead."""
         sid = trace.stream_id
+        stream = trace.stream
 
         def read() -> bool:
             return trace.read_bytes >= sent or trace.read_closed or sid in trace.finished_streams
 
         while not read() and not trace.failed:
             self._await(trace, None, "stream", settle=self.message_timeout, until=read)
-            if not read() and not trace.failed:
+            if not read() and not trace.failed and (stream is None or stream.served):
                 what = f"the program read no further into its stream within {self.message_timeout:g} s"
                 raise self._fail(trace, what, "hang")
 

@@ -8,7 +8,13 @@ subprocess), it uses these, which are there only so that a real hang still ends 
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
+from collections.abc import Iterator
 from typing import Final
+
+import pytest
 
 # Seconds a trace of a program or library may take before the harness calls it a hang
 # (the harness's own default, 10 s, is for a machine that is not shared).
@@ -20,3 +26,19 @@ EXEC_ENV: Final = {
     "CALLSAFE_EXEC_MESSAGE_TIMEOUT": "300",
     "CALLSAFE_EXEC_TRACE_TIMEOUT": "600",
 }
+
+
+@contextlib.contextmanager
+def injected_latency_and_load(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Injected latency (every piece of a live stream the loopback provider writes, 20 ms
+    late: ``CALLSAFE_LOOPBACK_WRITE_DELAY``) and CPU load (two busy processes on this 2-CPU
+    class of machine), for tests that require the same verdicts under both as without. The
+    busy processes are ended by their own ids."""
+    monkeypatch.setenv("CALLSAFE_LOOPBACK_WRITE_DELAY", "0.02")
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()

@@ -115,3 +115,61 @@ def test_replay_of_cancel_during_validation_agrees_with_the_reference(tmp_path: 
     assert result.exit_code == 0, result.output
     assert "same verdicts as the reference implementation on this trace" in result.output
     assert "target hang" not in result.output and "broke the run" not in result.output
+
+
+# A body of three chunks read through the helper's reporting wrapper, then one the reader
+# cancels after its first chunk: the reports, in order, as JSON lines on stdout.
+_REPORTING = """
+import { reportingResponse } from "./dist/src/callsafe-target.js";
+const chunks = ["data: 1\\n\\n", "data: 22\\n\\n", "data: 333\\n\\n"].map((t) => new TextEncoder().encode(t));
+let pulls = 0;
+const body = () => {
+  let i = 0;
+  return new ReadableStream({ pull(c) { pulls += 1; if (i < chunks.length) c.enqueue(chunks[i++]); else c.close(); } }, { highWaterMark: 0 });
+};
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+async function run(name, cancelAfter) {
+  const seen = [];
+  pulls = 0;
+  const response = reportingResponse(new Response(body(), { headers: { "content-type": "text/event-stream" } }), (bytes, closed) => seen.push([bytes, closed]));
+  const reader = response.body.getReader();
+  let got = 0;
+  for (;;) {
+    await turn();
+    const { done, value } = await reader.read();
+    if (done) break;
+    got += value.byteLength;
+    if (cancelAfter && got > 0) { await reader.cancel(); break; }
+  }
+  await turn(); await turn();
+  console.error(JSON.stringify({ name, seen, got, pulls }));
+}
+await run("whole", false);
+await run("cancelled", true);
+"""
+
+
+def test_the_fetch_wrapper_reports_each_pull_after_what_came_before_and_the_end() -> None:
+    """``reportingResponse`` (what the helper wraps the model stream's ``fetch`` responses
+    in, ``acks: "bytes"``): a report at each pull, of the bytes handed over before it (0 at
+    the first), in the next turn of the event loop, and ``closed`` with the total when the
+    body ends or the reader cancels; nothing is read ahead of the reader."""
+    import json
+
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", _REPORTING],
+        cwd=NODE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=TRACE_TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr
+    runs = {r["name"]: r for r in (json.loads(line) for line in done.stderr.splitlines() if line.startswith("{"))}
+    whole, cancelled = runs["whole"], runs["cancelled"]
+    sizes = [len("data: 1\n\n"), len("data: 22\n\n"), len("data: 333\n\n")]
+    assert whole["got"] == sum(sizes)
+    offsets = [0, sizes[0], sizes[0] + sizes[1], sum(sizes)]
+    assert whole["seen"] == [[o, False] for o in offsets] + [[sum(sizes), True]]
+    # the reader cancels after the first chunk: no pull past it, and the end says closed
+    assert cancelled["got"] == sizes[0] and cancelled["pulls"] == 1
+    assert cancelled["seen"] == [[0, False], [sizes[0], True]]

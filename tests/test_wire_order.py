@@ -16,11 +16,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
+from loaded import injected_latency_and_load
 
 from callsafe.certify.harness import Options, certify, exhaustive_bound, run_traces
 from callsafe.certify.targets import describe, resolve_target
@@ -63,16 +63,9 @@ def _verdicts(spec: str, traces: list[Trace]) -> dict[str, tuple[tuple[str, ...]
 
 @pytest.fixture
 def loaded(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Injected latency (every piece of a live stream written 20 ms late) and CPU load (two
-    busy processes on this 2-CPU class of machine), ended by their own ids."""
-    monkeypatch.setenv("CALLSAFE_LOOPBACK_WRITE_DELAY", "0.02")
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
-    try:
+    """Injected latency and CPU load (:func:`loaded.injected_latency_and_load`)."""
+    with injected_latency_and_load(monkeypatch):
         yield
-    finally:
-        for process in busy:
-            process.kill()
-            process.wait()
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 import httpx
@@ -76,4 +77,5 @@ class GeminiOverHTTP:
 
 
 if __name__ == "__main__":
-    raise SystemExit(serve(GeminiOverHTTP, wire="http"))
+    # --no-acks: the program opts out of acknowledging its reads (its order is then best effort)
+    raise SystemExit(serve(GeminiOverHTTP, wire="http", acks=False if "--no-acks" in sys.argv else None))

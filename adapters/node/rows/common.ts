@@ -274,9 +274,10 @@ async function warmUp(options: RowOptions): Promise<void> {
 
 /** A `fetch` for the SDK: the first request goes to callsafe and its body is read by
  * `ids` on the way through; later requests get `followUp` (when given) without a network.
- * `read(n)` is told, once the SDK has had the time to handle them, how many events of the
- * body have reached it: the chunk goes to the SDK, whose handling of it (parsing, events,
- * a tool run) is promise work, all done before a `setImmediate` callback runs. */
+ * The body is passed on as the SDK pulls it (nothing is read ahead), so the helper's fetch
+ * wrapper underneath (`acks: "bytes"`, callsafe-target.ts) reports the SDK's own pulls.
+ * `read(n)` (for `acks: true`) is told, in the next turn of the event loop, how many events of
+ * the body have reached the SDK. */
 export function rowFetch(ids: WireIds, followUp: Uint8Array | null, read: (events: number) => void = () => undefined): typeof fetch {
   let requests = 0;
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -299,15 +300,31 @@ export function rowFetch(ids: WireIds, followUp: Uint8Array | null, read: (event
         }
       },
     });
-    const body = response.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          parser.feed(decoder.decode(chunk, { stream: true }));
-          controller.enqueue(chunk);
+    const reader = response.body.getReader();
+    const body = new ReadableStream<Uint8Array>(
+      {
+        async pull(controller): Promise<void> {
+          let chunk: ReadableStreamReadResult<Uint8Array>;
+          try {
+            chunk = await reader.read();
+          } catch (err) {
+            controller.error(err);
+            return;
+          }
+          if (chunk.done) {
+            controller.close();
+            return;
+          }
+          parser.feed(decoder.decode(chunk.value, { stream: true }));
+          controller.enqueue(chunk.value);
           const seen = events;
           setImmediate(() => read(seen));
         },
-      }),
+        async cancel(reason): Promise<void> {
+          await reader.cancel(reason);
+        },
+      },
+      { highWaterMark: 0 },
     );
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
@@ -495,7 +512,7 @@ export async function serveRow(options: RowOptions): Promise<void> {
     reads: options.reads,
     wire: "http",
     capabilities: options.cancellation ? ["cancellation"] : [],
-    acks: true,
+    // acks: "bytes", the helper's default over HTTP: the SDK's pulls put the order
     create: () => new Row(options),
   });
 }

@@ -9,6 +9,14 @@
 // executor and the business validator stay callsafe's), and delivers events, wire payloads
 // and restarts. Nothing but messages may go to stdout: console.log is sent to stderr.
 //
+// Order over HTTP, by default: `serve({wire: "http"})` declares `acks: "bytes"` and wraps the
+// process's `fetch` (globalThis.fetch, which openai, @anthropic-ai/sdk and the AI SDK call),
+// so that every response body of the stream callsafe opened reports, at each pull of the
+// program's SDK, how many body bytes it has been given (`read` {bytes}): callsafe then sends
+// the trace's next step (a restart, a catalog change) only after the program has read past
+// what came before it (docs/target-protocol.md, "Order"). A program whose HTTP client does
+// not go through globalThis.fetch opts out with `acks: false` (its order is then best effort).
+//
 // The message types below follow docs/target-protocol.schema.json (generated from
 // callsafe/contract/exec_protocol.py) one for one: a change there is a change here.
 import { AsyncLocalStorage } from "node:async_hooks";
@@ -25,6 +33,8 @@ export type JsonObject = { [key: string]: Json };
 export type Reads = "abstract" | string;
 /** How wire payloads arrive: as `wire` messages on stdin, or as an HTTP stream the SDK reads. */
 export type WireMode = "stdio" | "http";
+/** What a program over HTTP reports of its reads: nothing, events it counts, or body bytes. */
+export type Acks = boolean | "bytes";
 
 /** One tool of the trace's catalog, as `start` and a catalog change (`event` with `tools`)
  * deliver it (callsafe's ToolSpec.to_json; docs/target-protocol.md, "The tool catalog"). */
@@ -135,8 +145,9 @@ export interface InitOkMessage {
   capabilities: string[];
   process_per_trace?: boolean;
   wire?: WireMode;
-  /** Over HTTP: the program sends `read` once its SDK has handled each event. */
-  acks?: boolean;
+  /** Over HTTP: the program reports what its SDK has read: `"bytes"` (body bytes, the default
+   * over HTTP: the fetch wrapper does it) or `true` (events, the program counts them itself). */
+  acks?: Acks;
   /** What the program's ledger and status words mean (docs/adapters.md, "Record words"). */
   record_words?: RecordWords;
 }
@@ -170,10 +181,14 @@ export interface LogMessage {
   type: "log";
   text: string;
 }
-/** Over HTTP, with `acks`: the SDK has handled the first `events` events of the current stream. */
+/** Over HTTP, with `acks`: the SDK has handled the first `events` events of the current stream
+ * (`acks: true`), or has asked for body bytes past `bytes` (`acks: "bytes"`; `closed`: it stopped
+ * reading that body). */
 export interface ReadMessage {
   type: "read";
-  events: number;
+  events?: number;
+  bytes?: number;
+  closed?: boolean;
 }
 export interface DoneMessage {
   type: "done";
@@ -198,8 +213,9 @@ export interface Env {
   validate(key: CallKey, tool: string, args: JsonObject): Promise<string | null>;
   observe(observation: JsonObject): void;
   log(text: string): void;
-  /** With `acks` (wire mode over HTTP): the SDK has handled the first `events` events of the
-   * current stream, and everything the program did for them has been sent. */
+  /** With `acks: true` (wire mode over HTTP): the SDK has handled the first `events` events of
+   * the current stream, and everything the program did for them has been sent. (With the
+   * default `acks: "bytes"` the helper reports reads itself and this sends nothing.) */
   read(events: number): void;
   /** The tool catalog of the trace (name -> {schema, confirm?, business?, actors?}), replaced
    * by the one an event with `tools` (a catalog change) carries before that event is received. */
@@ -237,9 +253,11 @@ export interface ServeOptions {
   capabilities?: string[];
   wire?: WireMode;
   processPerTrace?: boolean;
-  /** Over HTTP: the program calls `env.read(n)` as its SDK handles each event (callsafe then
-   * records what it did for a payload at that payload's step, however slow the machine). */
-  acks?: boolean;
+  /** Over HTTP: `"bytes"` (the default over HTTP): the helper's fetch wrapper reports the body
+   * bytes the SDK pulls, and callsafe holds each later step until the program has read past
+   * them (the trace's order, whatever the load); `true`: the program calls `env.read(n)` as its
+   * SDK handles each event; `false`: nothing (a settle window, best effort). */
+  acks?: Acks;
   /** What the program's ledger and status words mean, when they are not callsafe's or the spec's. */
   recordWords?: RecordWords;
   create: () => Target;
@@ -249,6 +267,65 @@ console.log = (...args: unknown[]): void => console.error(...args); // keep stdo
 
 function send(message: TargetMessage): void {
   process.stdout.write(JSON.stringify(message) + "\n");
+}
+
+/** The content types of a model stream's body (SSE, or AWS's event stream). */
+const STREAM_TYPES: ReadonlySet<string> = new Set(["text/event-stream", "application/vnd.amazon.eventstream"]);
+
+function requestUrl(input: string | URL | Request): string {
+  if (typeof input === "string") return input;
+  if (input instanceof URL) return input.href;
+  return input.url;
+}
+
+/** `response` with a body that calls `report(bytes, closed)` at each pull of its reader, in the
+ * next turn of the event loop (`setImmediate`): the SDK asks for bytes past N only once it has
+ * handed on what the first N carried, and what it does with them (parse, present, run a tool)
+ * is promise work, all done before that turn comes. The body is pulled only when the SDK asks
+ * (a high-water mark of 0: nothing is read ahead). */
+export function reportingResponse(response: Response, report: (bytes: number, closed: boolean) => void): Response {
+  const inner = response.body;
+  if (inner === null) return response;
+  const reader = inner.getReader();
+  let bytes = 0;
+  let ended = false;
+  const end = (): void => {
+    if (ended) return;
+    ended = true;
+    const seen = bytes;
+    setImmediate(() => report(seen, true));
+  };
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller): Promise<void> {
+        const seen = bytes;
+        setImmediate(() => report(seen, false));
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (err) {
+          end();
+          controller.error(err);
+          return;
+        }
+        if (chunk.done) {
+          controller.close();
+          end();
+          return;
+        }
+        bytes += chunk.value.byteLength;
+        controller.enqueue(chunk.value);
+      },
+      async cancel(reason): Promise<void> {
+        end();
+        await reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  Object.defineProperty(wrapped, "url", { value: response.url });
+  return wrapped;
 }
 
 function errorText(err: unknown): string {
@@ -302,11 +379,36 @@ export function serve({
   capabilities = [],
   wire = "stdio",
   processPerTrace = false,
-  acks = false,
+  acks = wire === "http" ? "bytes" : false,
   recordWords,
   create,
 }: ServeOptions): void {
   let target: Target | null = null;
+  // the stream callsafe opened last (`stream`): its base URL, and a count so that a body of
+  // an earlier stream closed late never reports reads for the next
+  let streamBase = "";
+  let generation = 0;
+  let reported = "";
+  const reportRead = (bytes: number, closed: boolean, mine: number): void => {
+    if (mine !== generation) return;
+    const said = `${bytes}/${closed}`;
+    if (said === reported) return;
+    reported = said;
+    send({ type: "read", bytes, closed });
+  };
+  if (wire === "http" && acks === "bytes") {
+    const original = globalThis.fetch;
+    globalThis.fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const response = await original(input, init);
+      const url = requestUrl(input);
+      const kind = (response.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+      if (!streamBase || !(url === streamBase || url.startsWith(`${streamBase}/`)) || !STREAM_TYPES.has(kind)) {
+        return response; // not the model stream: an MCP session, a JSON answer, another host
+      }
+      const mine = generation;
+      return reportingResponse(response, (bytes, closed) => reportRead(bytes, closed, mine));
+    };
+  }
   let step = -1;
   let tools: Tools = {};
   let nextValidation = 0;
@@ -346,7 +448,7 @@ export function serve({
       if (!dead()) send({ type: "log", text });
     },
     read(events) {
-      if (acks && !dead()) send({ type: "read", events });
+      if (acks === true && !dead()) send({ type: "read", events });
     },
     get tools() {
       return tools;
@@ -415,6 +517,9 @@ export function serve({
           if (target?.endStream) await target.endStream();
           break;
         case "stream": {
+          streamBase = message.base_url.replace(/\/+$/, "");
+          generation += 1;
+          reported = "";
           const reader = need(target, "stream");
           const reading = frames.run({ life, reader: true }, async (): Promise<void> => {
             let streamError: string | null = null;
