@@ -122,6 +122,7 @@ _ITEMS: Final[dict[str, tuple[ItemRule, TextRule]]] = {
     "openai-responses": ("keep", "keep"),
     "openai-chat": ("index", "text"),
     "gemini": ("index", "text"),
+    "gemini-live": ("index", "text"),
     "anthropic-messages": ("shared_index", "shared_index"),
     "bedrock-converse": ("shared_index", "shared_index"),
     "cohere-v2": ("shared_index", "shared_index"),
