@@ -285,4 +285,6 @@ PROTOCOL: Final = Protocol(
     renderer=GeminiLiveRenderer,
     event_name=no_event_name,
     transport="websocket",
+    names_responses=False,
+    whole_calls=True,
 )
