@@ -81,6 +81,7 @@ from typing import Any, Final, Literal
 from callsafe.model.system import ParseFailure, strict_parse
 from callsafe.model.vocabulary import (
     AuditRow,
+    CallAddressed,
     CallKey,
     CallOpened,
     CallTerminal,
@@ -467,9 +468,9 @@ def prepare(trace: Trace, protocol: str, reconnect: bool = False) -> tuple[Trace
         if trace.protocol != protocol:
             raise NotRepresentable(f"a {trace.protocol} stream; this target reads {protocol}")
         return trace, plan_recorded(trace)
+    if registry.get(protocol).whole_calls:  # first: the calls then open in the order they are numbered
+        trace = whole_calls(trace, protocol)
     relabelled = relabel(trace, protocol)
-    if registry.get(protocol).whole_calls:
-        relabelled = whole_calls(relabelled, protocol)
     delivered = relabelled.delivered()
     if not registry.get(protocol).names_responses and any(isinstance(e, QuarantineResponse) for e in delivered):
         raise NotRepresentable(f"{protocol} names no response on the wire: a quarantine by response id reaches nothing")
@@ -510,7 +511,23 @@ def whole_calls(trace: Trace, protocol: str) -> Trace:
         events.append(event)
     if pending:
         raise NotRepresentable(f"{protocol} sends a call only whole: a call that never completes never reaches it")
-    return dataclasses.replace(trace, events=tuple(events))
+    # the wire numbers a turn's calls in the order they arrive, which is now their order here
+    numbers: dict[tuple[str, str, str], str] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for event in events:
+        if isinstance(event, CallOpened) and (event.turn, event.response, event.item) not in numbers:
+            n = counts.get((event.turn, event.response), 0)
+            numbers[(event.turn, event.response, event.item)] = str(n)
+            counts[(event.turn, event.response)] = n + 1
+
+    def numbered(event: Event) -> Event:
+        if isinstance(event, CallAddressed):
+            item = numbers.get((event.turn, event.response, event.item))
+            if item is not None and item != event.item:
+                return dataclasses.replace(event, item=item)
+        return event
+
+    return dataclasses.replace(trace, events=tuple(numbered(e) for e in events))
 
 
 def align_responses(trace: Trace, protocol: str, observations: Sequence[Observation]) -> list[Observation]:
