@@ -28,6 +28,7 @@ from typing import Any, Final
 from callsafe.contract.target import CAPABILITIES, TargetEnv
 from callsafe.guard import Guard, StreamReader, ToolCall, Turn
 from callsafe.model.vocabulary import (
+    CallKey,
     CancelTurn,
     Confirm,
     DisableTool,
@@ -37,6 +38,7 @@ from callsafe.model.vocabulary import (
     StopTenant,
     TurnStarted,
 )
+from callsafe.providers import registry
 from callsafe.reference_impl.errors import StoreError
 from callsafe.reference_impl.memory_store import MemoryStore
 from callsafe.reference_impl.store import Store
@@ -86,6 +88,19 @@ class GuardTarget:
             self._namespace = f"callsafe_guard_{uuid.uuid4().hex[:12]}"
         self._open(create=True)
 
+    def _prompted(self, guard: Guard, key: CallKey) -> CallKey:
+        """The key of the call the user was asked about. Where the wire names no response
+        (Gemini Live), the guard named the response itself, so the user's answer is for the
+        call awaiting confirmation with this turn, item and call id, as an application
+        answers the prompt it showed."""
+        if key in {c.key for c in guard.pending_confirmations()}:
+            return key
+        if self.protocol not in registry.MODULES or registry.get(self.protocol).names_responses:
+            return key
+        same = (key.tenant, key.turn, key.item, key.call)
+        prompted = (c.key for c in guard.pending_confirmations())
+        return next((k for k in prompted if (k.tenant, k.turn, k.item, k.call) == same), key)
+
     def receive(self, event: Event) -> None:
         guard = self._need()
         if isinstance(event, TurnStarted):
@@ -104,7 +119,7 @@ class GuardTarget:
         elif isinstance(event, CancelTurn):
             guard.cancel(event.turn)
         elif isinstance(event, Confirm):
-            guard.confirm(event.key(self._tenant_of(event.turn)), approved=event.approved)
+            guard.confirm(self._prompted(guard, event.key(self._tenant_of(event.turn))), approved=event.approved)
         elif isinstance(event, QuarantineResponse):
             guard.quarantine(event.response, event.reason)
         elif isinstance(event, DisableTool):
