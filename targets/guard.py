@@ -72,6 +72,7 @@ class GuardTarget:
         self.guard: Guard | None = None
         self._turn: Turn | None = None
         self._reader: StreamReader | None = None
+        self._validated: list[CallKey] = []
 
     # -- Target ------------------------------------------------------------------------
 
@@ -89,17 +90,16 @@ class GuardTarget:
         self._open(create=True)
 
     def _prompted(self, guard: Guard, key: CallKey) -> CallKey:
-        """The key of the call the user was asked about. Where the wire names no response
-        (Gemini Live), the guard named the response itself, so the user's answer is for the
-        call awaiting confirmation with this turn, item and call id, as an application
-        answers the prompt it showed."""
-        if key in {c.key for c in guard.pending_confirmations()}:
-            return key
+        """The key of the call the user answers about. Where the wire names no response
+        (Gemini Live), the guard named the response itself, so the answer is for the call
+        with this turn, item and call id that the guard put up for confirmation (or is
+        validating: an answer may come meanwhile), as an application answers the prompt it
+        showed."""
         if self.protocol not in registry.MODULES or registry.get(self.protocol).names_responses:
             return key
         same = (key.tenant, key.turn, key.item, key.call)
-        prompted = (c.key for c in guard.pending_confirmations())
-        return next((k for k in prompted if (k.tenant, k.turn, k.item, k.call) == same), key)
+        known = [c.key for c in guard.pending_confirmations()] + self._validated[::-1]
+        return next((k for k in known if (k.tenant, k.turn, k.item, k.call) == same), key)
 
     def receive(self, event: Event) -> None:
         guard = self._need()
@@ -206,6 +206,7 @@ class GuardTarget:
             executor(call.key, call.actor, call.tool, call.arguments, call.traceparent)
 
         def check(call: ToolCall) -> str | None:
+            self._validated.append(call.key)  # the keys the guard named (a wire without response ids)
             return validator(call.key, call.tool, call.arguments)
 
         self.guard = Guard(
