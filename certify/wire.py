@@ -535,9 +535,10 @@ def align_responses(trace: Trace, protocol: str, observations: Sequence[Observat
     whose wire names no response (``names_responses`` false): there the client names each
     response itself (the guard, a random id per stream), and the trace's own name is one
     it could not know. Per turn, each response name the run used is matched, in the order
-    the run first used it, to the first response of the trace not yet matched that holds
-    every call (item and call id) the run put under that name. Observations of other
-    protocols, and names that match nothing, are left as they are."""
+    the run first used it, to the response of the trace not yet matched that shares the
+    most calls (item and call id) with what the run put under that name (the first of
+    them on a tie). Observations of other protocols, and names that share no call, are
+    left as they are (a call the trace never carried stays one)."""
     if registry.get(protocol).names_responses:
         return list(observations)
     calls: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (turn, response) -> (item, call)
@@ -562,11 +563,12 @@ def align_responses(trace: Trace, protocol: str, observations: Sequence[Observat
         if response in order.get(turn, []):
             taken.add((turn, response))
             continue  # already the trace's name
-        for candidate in order.get(turn, []):
-            if (turn, candidate) not in taken and used[(turn, response)] <= calls.get((turn, candidate), set()):
-                mapping[(turn, response)] = candidate
-                taken.add((turn, candidate))
-                break
+        free = [c for c in order.get(turn, []) if (turn, c) not in taken]
+        shared = [len(used[(turn, response)] & calls.get((turn, c), set())) for c in free]
+        if shared and max(shared) > 0:
+            candidate = free[shared.index(max(shared))]  # the first with the most calls in common
+            mapping[(turn, response)] = candidate
+            taken.add((turn, candidate))
     if not mapping:
         return list(observations)
 

@@ -135,6 +135,7 @@ class GeminiLiveParser(Parser):
             self._server_content(content)
         tool_call = opt_dict(payload, "toolCall", "gemini-live message")
         if tool_call is not None:
+            self._response()  # model output: the turn is under way, whatever its calls say
             for n, raw in enumerate(opt_list(tool_call, "functionCalls", "toolCall") or []):
                 self._function_call(need_dict(raw, f"toolCall.functionCalls[{n}]"), n)
         cancellation = opt_dict(payload, "toolCallCancellation", "gemini-live message")
