@@ -581,7 +581,7 @@ def align_responses(trace: Trace, protocol: str, observations: Sequence[Observat
         if isinstance(obs, AuditRow):
             out.append(dataclasses.replace(obs, keys=tuple(renamed(k) for k in obs.keys)))
         elif isinstance(getattr(obs, "key", None), CallKey):
-            out.append(dataclasses.replace(obs, key=renamed(obs.key)))  # type: ignore[attr-defined]
+            out.append(dataclasses.replace(obs, key=renamed(obs.key)))  # type: ignore[attr-defined,call-arg]
         else:
             out.append(obs)
     return out

@@ -955,7 +955,7 @@ def _live_cancelled(protocol: str, payloads: Payloads) -> list[Variant]:
         return []
     ids = [c.get("id") for c in payloads[calls[0]]["toolCall"].get("functionCalls", []) if isinstance(c, dict)]
     head = copy.deepcopy(payloads[: calls[0] + 1])
-    tail = [{"toolCallCancellation": {"ids": ids}}, {"serverContent": {"interrupted": True}}]
+    tail: Payloads = [{"toolCallCancellation": {"ids": ids}}, {"serverContent": {"interrupted": True}}]
     return [Variant("toolCallCancellation after the first toolCall, then interrupted", (*head, *tail))]
 
 
