@@ -52,6 +52,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import socket
 import threading
 import time
@@ -391,6 +392,8 @@ class LoopbackServer:
         self.thread.join(timeout=5)
         with contextlib.suppress(OSError):
             self.sock.close()
+        if self._certificate is not None:  # its private temporary directory goes with it
+            shutil.rmtree(self._certificate.certfile.parent, ignore_errors=True)
 
     def certificate(self) -> LoopbackCertificate:
         """The certificate of the TLS listener (made on first use; :mod:`callsafe.loopback.tls`):
