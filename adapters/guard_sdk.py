@@ -9,7 +9,9 @@ asks the program to stream one completion; the program opens it as application c
 stream=True)`` or ``client.messages.create(..., stream=True)``, the SDK's own HTTP client
 and SSE decoder reading the adversarially cut bytes the loopback serves; for
 ``openai-realtime``, ``client.realtime.connect(...)``, a WebSocket session whose
-``response.create`` gets the stream as server events) and iterates
+``response.create`` gets the stream as server events; for ``gemini-live``, google-genai's
+``client.aio.live.connect(...)`` over the loopback's TLS listener, read with
+``turn.astream``) and iterates
 ``turn.stream(sdk_stream)``; the guard runs each finished, permitted call through the
 executor callsafe owns. Application events (turns, cancels, confirmations, operator
 controls, restarts) arrive meanwhile on the program's main thread and go to the guard's
@@ -36,7 +38,7 @@ from callsafe.targets.guard import GUARD_STORES, GuardTarget
 
 __all__ = ["PROTOCOLS", "GuardSDKProgram", "main"]
 
-PROTOCOLS = ("openai-chat", "openai-responses", "anthropic-messages", "openai-realtime")
+PROTOCOLS = ("openai-chat", "openai-responses", "anthropic-messages", "openai-realtime", "gemini-live")
 SESSION_EVENTS = frozenset({"session.created", "session.updated"})
 """The Realtime session's own greetings: no part of the response stream callsafe serves."""
 
@@ -66,6 +68,9 @@ class GuardSDKProgram(GuardTarget):
             return  # no turn in force: an application has no request to make
         if self.protocol == "openai-realtime":
             self._realtime(base_url, turn)
+            return
+        if self.protocol == "gemini-live":
+            self._gemini_live(base_url, turn)
             return
         try:
             for _call in turn.stream(self._request(base_url)):
@@ -119,6 +124,57 @@ class GuardSDKProgram(GuardTarget):
         except GuardError as exc:
             print(f"guard-sdk: {type(exc).__name__}: {exc}", file=sys.stderr)
         except Exception as exc:  # the socket dropped (websockets' ConnectionClosed), or the SDK failed
+            print(f"guard-sdk: the session ended with {type(exc).__name__}", file=sys.stderr)
+
+    def _gemini_live(self, base_url: str, turn: Any) -> None:
+        """One Gemini Live session: google-genai's ``client.aio.live.connect`` (the loopback's
+        TLS address, its certificate trusted through ``SSL_CERT_FILE``), the catalog as the
+        session's function declarations, one ``clientContent`` turn, and the server messages
+        of the model's turn (up to ``turnComplete``, or ``interrupted``: the user's barge-in
+        ends it) into the guard's ``astream``. The SDK parses each message itself, so the
+        bytes read are counted as the message's compact JSON, which is what the loopback
+        wrote (key order aside, which does not change a length)."""
+        import asyncio
+
+        from google import genai
+        from google.genai import types
+
+        from callsafe.loopback.server import message_bytes
+
+        report = read_reporter()
+        catalog = self.guard.tools if self.guard is not None else {}
+        declarations = [{"name": name, "parameters_json_schema": dict(spec.schema)} for name, spec in catalog.items()]
+        config: Any = {"response_modalities": ["TEXT"], "tools": [{"function_declarations": declarations}]}
+        client = genai.Client(api_key="callsafe-loopback", http_options=types.HttpOptions(base_url=base_url))
+
+        async def session_turn() -> None:
+            async with client.aio.live.connect(model="gemini-live-2.5-flash", config=config) as session:
+                await session.send_client_content(turns={"role": "user", "parts": [{"text": "go"}]}, turn_complete=True)
+
+                async def messages() -> Any:
+                    read = 0
+                    try:
+                        async for message in session.receive():
+                            payload = message.model_dump(by_alias=True, exclude_none=True, mode="json")
+                            read += len(message_bytes(payload))
+                            yield message
+                            report(read, False)  # the guard has handled it (and run what it made ready)
+                            content = message.server_content
+                            if content is not None and content.interrupted:
+                                return  # the user spoke over the model: its turn is over
+                    finally:
+                        report(read, True)
+
+                async for _call in turn.astream(messages(), protocol="gemini-live"):
+                    pass  # executor mode: the guard ran it
+
+        try:
+            asyncio.run(session_turn())
+        except ClosedGuard:
+            return
+        except GuardError as exc:
+            print(f"guard-sdk: {type(exc).__name__}: {exc}", file=sys.stderr)
+        except Exception as exc:  # the socket dropped (the SDK's APIError 1006), or the SDK failed
             print(f"guard-sdk: the session ended with {type(exc).__name__}", file=sys.stderr)
 
     def _request(self, base_url: str) -> Any:

@@ -25,6 +25,7 @@ from callsafe.certify.watchdog import DEFAULT_TRACE_TIMEOUT, first_trace_allowan
 from callsafe.certify.wire import (
     ABSTRACT,
     NotRepresentable,
+    align_responses,
     not_applicable_reason,
     prepare,
     reconnects,
@@ -193,6 +194,7 @@ def _run_checked_wire(target: Target, capabilities: frozenset[str], trace: Trace
         note = "the model refuses a call for a byte cap, which is the application's setting, not the wire's"
         return Checked(trace, (BYTE_CAPS,), None, oracle, _not_applicable_judgement(), note)
     run = run_trace(target, trace, plan=plan)  # RunStopped: the caller judges what ran
+    run.observations = align_responses(trace, target.protocol, run.observations)  # a wire without response ids
     judgement = judge_wire(trace, run.observations, capabilities, run, oracle)
     if isinstance(trace, WireTrace):  # where defensible readings of the stream differ, any of them
         judgement = judge_wire_readings(trace, run, capabilities, judgement, oracle)

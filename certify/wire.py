@@ -71,18 +71,25 @@ trace, with the same oracle, as for an abstract target. Why it is done this way:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from callsafe.model.system import ParseFailure, strict_parse
 from callsafe.model.vocabulary import (
+    AuditRow,
+    CallAddressed,
+    CallKey,
     CallOpened,
     CallTerminal,
     Disconnect,
     Event,
     Fragment,
+    Observation,
+    QuarantineResponse,
     ResponseTerminal,
     Restart,
     TextFragment,
@@ -91,7 +98,7 @@ from callsafe.model.vocabulary import (
 )
 from callsafe.providers import registry
 from callsafe.providers.adversities import WireTrace
-from callsafe.providers.base import WIRE_EVENTS, NotRepresentable, ProviderError
+from callsafe.providers.base import WIRE_EVENTS, NotRepresentable, ProviderError, canonical_json
 from callsafe.providers.streams import as_servers_send
 
 __all__ = [
@@ -100,6 +107,7 @@ __all__ = [
     "WireDelivery",
     "WirePlan",
     "WireTrace",
+    "align_responses",
     "not_applicable_reason",
     "plan_recorded",
     "plan_wire",
@@ -107,6 +115,7 @@ __all__ = [
     "reconnects",
     "relabel",
     "response_deferred_liveness",
+    "whole_calls",
 ]
 
 ABSTRACT: Final = "abstract"
@@ -122,6 +131,7 @@ _ITEMS: Final[dict[str, tuple[ItemRule, TextRule]]] = {
     "openai-responses": ("keep", "keep"),
     "openai-chat": ("index", "text"),
     "gemini": ("index", "text"),
+    "gemini-live": ("index", "text"),
     "anthropic-messages": ("shared_index", "shared_index"),
     "bedrock-converse": ("shared_index", "shared_index"),
     "cohere-v2": ("shared_index", "shared_index"),
@@ -458,8 +468,130 @@ def prepare(trace: Trace, protocol: str, reconnect: bool = False) -> tuple[Trace
         if trace.protocol != protocol:
             raise NotRepresentable(f"a {trace.protocol} stream; this target reads {protocol}")
         return trace, plan_recorded(trace)
+    if registry.get(protocol).whole_calls:  # first: the calls then open in the order they are numbered
+        trace = whole_calls(trace, protocol)
     relabelled = relabel(trace, protocol)
-    return relabelled, plan_wire(protocol, relabelled.delivered(), reconnect)
+    delivered = relabelled.delivered()
+    if not registry.get(protocol).names_responses and any(isinstance(e, QuarantineResponse) for e in delivered):
+        raise NotRepresentable(f"{protocol} names no response on the wire: a quarantine by response id reaches nothing")
+    return relabelled, plan_wire(protocol, delivered, reconnect)
+
+
+def whole_calls(trace: Trace, protocol: str) -> Trace:
+    """``trace`` as a wire that sends each call only whole carries it (Gemini Live's
+    ``toolCall``): every call opens, carries its arguments as one fragment (the parser's
+    compact JSON of them) and completes together, where its terminal event was. The call
+    exists for the client only from then on, so an application event that came between the
+    call's opening and its terminal event meets no call, in the model as at the client
+    (a cancel there refuses the call when it arrives). Replays are expanded first. A call
+    that never completes never reaches such a wire: not representable. Arguments are values
+    to the model, so the verdicts on what runs are the same up to this regrouping."""
+    pending: dict[tuple[str, str, str, str], list[Event]] = {}
+    events: list[Event] = []
+    for event in trace.delivered():
+        if isinstance(event, (CallOpened, Fragment)):
+            pending.setdefault((event.turn, event.response, event.item, event.call), []).append(event)
+            continue
+        if isinstance(event, Disconnect) and any(k[:2] == (event.turn, event.response) for k in pending):
+            raise NotRepresentable(f"{protocol} sends a call only whole: the connection drops before it completes")
+        if isinstance(event, CallTerminal):
+            held = pending.pop((event.turn, event.response, event.item, event.call), [])
+            if event.reason != "completed" or not held or not isinstance(held[0], CallOpened):
+                raise NotRepresentable(f"{protocol} sends a call only whole, when it completes")
+            opened = held[0]
+            parts = [e for e in held if isinstance(e, Fragment)]
+            if [f.position for f in parts] != list(range(len(parts))) or not parts:
+                raise NotRepresentable(f"{protocol} sends arguments whole: fragments in position order, each once")
+            text = "".join(f.text for f in parts)
+            with contextlib.suppress(ParseFailure):  # not one JSON value: the renderer refuses it
+                text = canonical_json(strict_parse(text))
+            events.append(opened)
+            if text:
+                events.append(dataclasses.replace(parts[0], position=0, text=text))
+        events.append(event)
+    if pending:
+        raise NotRepresentable(f"{protocol} sends a call only whole: a call that never completes never reaches it")
+    # the wire numbers a turn's calls in the order they arrive, which is now their order here
+    numbers: dict[tuple[str, str, str], str] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for event in events:
+        if isinstance(event, CallOpened) and (event.turn, event.response, event.item) not in numbers:
+            n = counts.get((event.turn, event.response), 0)
+            numbers[(event.turn, event.response, event.item)] = str(n)
+            counts[(event.turn, event.response)] = n + 1
+
+    def numbered(event: Event) -> Event:
+        if isinstance(event, CallAddressed):
+            item = numbers.get((event.turn, event.response, event.item))
+            if item is not None and item != event.item:
+                return dataclasses.replace(event, item=item)
+        return event
+
+    return dataclasses.replace(trace, events=tuple(numbered(e) for e in events))
+
+
+def align_responses(trace: Trace, protocol: str, observations: Sequence[Observation]) -> list[Observation]:
+    """A run's observations with its response names matched to the trace's, for a protocol
+    whose wire names no response (``names_responses`` false): there the client names each
+    response itself (the guard, a random id per stream), and the trace's own name is one
+    it could not know. Per turn, each response name the run used is matched, in the order
+    the run first used it, to the response of the trace not yet matched that shares the
+    most calls (item and call id) with what the run put under that name (the first of
+    them on a tie). Observations of other protocols, and names that share no call, are
+    left as they are (a call the trace never carried stays one)."""
+    if registry.get(protocol).names_responses:
+        return list(observations)
+    calls: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (turn, response) -> (item, call)
+    order: dict[str, list[str]] = {}  # turn -> its responses in order
+    for event in trace.delivered():
+        if isinstance(event, WIRE_EVENTS) and event.response not in order.setdefault(event.turn, []):
+            order[event.turn].append(event.response)
+        if isinstance(event, CallOpened):
+            calls.setdefault((event.turn, event.response), set()).add((event.item, event.call))
+    used: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    first_use: list[tuple[str, str]] = []
+    for obs in observations:
+        for key in _keys_of(obs):
+            where = (key.turn, key.response)
+            if where not in used:
+                used[where] = set()
+                first_use.append(where)
+            used[where].add((key.item, key.call))
+    mapping: dict[tuple[str, str], str] = {}
+    taken: set[tuple[str, str]] = set()
+    for turn, response in first_use:
+        if response in order.get(turn, []):
+            taken.add((turn, response))
+            continue  # already the trace's name
+        free = [c for c in order.get(turn, []) if (turn, c) not in taken]
+        shared = [len(used[(turn, response)] & calls.get((turn, c), set())) for c in free]
+        if shared and max(shared) > 0:
+            candidate = free[shared.index(max(shared))]  # the first with the most calls in common
+            mapping[(turn, response)] = candidate
+            taken.add((turn, candidate))
+    if not mapping:
+        return list(observations)
+
+    def renamed(key: CallKey) -> CallKey:
+        new = mapping.get((key.turn, key.response))
+        return key if new is None else dataclasses.replace(key, response=new)
+
+    out: list[Observation] = []
+    for obs in observations:
+        if isinstance(obs, AuditRow):
+            out.append(dataclasses.replace(obs, keys=tuple(renamed(k) for k in obs.keys)))
+        elif isinstance(getattr(obs, "key", None), CallKey):
+            out.append(dataclasses.replace(obs, key=renamed(obs.key)))  # type: ignore[attr-defined,call-arg]
+        else:
+            out.append(obs)
+    return out
+
+
+def _keys_of(obs: Observation) -> tuple[CallKey, ...]:
+    if isinstance(obs, AuditRow):
+        return obs.keys
+    key = getattr(obs, "key", None)
+    return (key,) if isinstance(key, CallKey) else ()
 
 
 def response_deferred_liveness(trace: Trace) -> Callable[[Any], bool]:

@@ -38,10 +38,11 @@ from callsafe.providers.streams import parse_sse
 
 __all__ = ["BASES", "PROTOCOLS", "WireTrace", "adversity_sources", "adversity_traces", "base_payloads"]
 
-PROTOCOLS: Final = ("openai-chat", "openai-responses", "anthropic-messages", "bedrock-converse")
+PROTOCOLS: Final = ("openai-chat", "openai-responses", "anthropic-messages", "bedrock-converse", "gemini-live")
 """The protocols the generator mutates by default: those the client libraries and agent
-frameworks read (Bedrock's ConverseStream: boto3, strands-agents' default model). The tests
-run every operator through every protocol the operator names."""
+frameworks read (Bedrock's ConverseStream: boto3, strands-agents' default model; Gemini
+Live: google-genai's Live client). The tests run every operator through every protocol the
+operator names."""
 
 BASES: Final = (
     "wire: 1 call (whole); completed at the end",

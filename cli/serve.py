@@ -23,7 +23,9 @@ PROTOCOLS: Final = ("openai-chat", "openai-responses", "anthropic-messages", "ge
 BINARY: Final = ("bedrock-converse",)
 # The OpenAI Realtime API is a WebSocket session (callsafe.loopback.realtime): the openai SDK's
 # client.realtime.connect(model=M) with base_url=http://127.0.0.1:PORT/v1 opens ws://.../v1/realtime.
-WEBSOCKET: Final = ("openai-realtime",)
+# Gemini Live is a BidiGenerateContent WebSocket session (callsafe.loopback.gemini_live): google-genai's
+# client.aio.live.connect speaks only wss, so it is served on the loopback's TLS listener too.
+WEBSOCKET: Final = ("openai-realtime", "gemini-live")
 SAMPLE: Final = Path(__file__).resolve().parent.parent / "docs" / "samples" / "serve-trace.json"
 
 
@@ -91,7 +93,12 @@ def serve_cmd(trace_file: Path, protocol: str, port: int, event_ids: bool, max_b
     event-stream framing, frames split inside the prelude and the payload); OpenAI Realtime
     (--protocol openai-realtime): the openai SDK's client.realtime.connect(model=M) with
     base_url=http://127.0.0.1:PORT/v1, a WebSocket at /v1/realtime whose first response.create gets
-    the trace as server events (a response ending in error arrives as the user's barge-in). Every request gets the trace
+    the trace as server events (a response ending in error arrives as the user's barge-in); Gemini Live
+    (--protocol gemini-live): google-genai's client.aio.live.connect(model=M) with
+    http_options base_url=https://127.0.0.1:TLSPORT and SSL_CERT_FILE=the printed certificate (the SDK
+    speaks only wss, so the loopback also listens with TLS on a second port), whose first clientContent
+    gets the trace as serverContent and toolCall messages (a turn ending in error arrives as interrupted).
+    Every request gets the trace
     rendered for PROTOCOL as real SSE (adversarial chunk boundaries, keep-alives); where the trace
     disconnects the connection drops, and the next request (the reconnect) gets the
     trace's next connection (its replay, then the rest). OpenAI Responses: GET
@@ -108,7 +115,7 @@ def serve_cmd(trace_file: Path, protocol: str, port: int, event_ids: bool, max_b
         raise click.BadParameter("Bedrock's event-stream frames carry no event ids", param_hint="--event-ids")
     if event_ids and protocol in WEBSOCKET:
         raise click.BadParameter(
-            "a Realtime WebSocket session does not resume; a reconnect is a new session", param_hint="--event-ids"
+            "a realtime WebSocket session does not resume; a reconnect is a new session", param_hint="--event-ids"
         )
     try:
         trace = Trace.loads(trace_file.read_bytes())
@@ -132,7 +139,12 @@ def serve_cmd(trace_file: Path, protocol: str, port: int, event_ids: bool, max_b
         raise click.BadParameter(
             f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", param_hint="--port"
         ) from None
-    where = server.base_url.replace("http://", "ws://") + "/v1/realtime" if protocol in WEBSOCKET else server.base_url
+    if protocol == "gemini-live":
+        where = f"{server.tls_base_url()} (trust SSL_CERT_FILE={server.certificate().certfile})"
+    elif protocol in WEBSOCKET:
+        where = server.base_url.replace("http://", "ws://") + "/v1/realtime"
+    else:
+        where = server.base_url
     click.echo(f"serving {trace_file.name} as {protocol} at {where} (Ctrl-C stops)")
     try:
         server.thread.join()

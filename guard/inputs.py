@@ -50,6 +50,10 @@ _ANTHROPIC_DERIVED: Final = frozenset({"text", "input_json", "citation", "thinki
 
 
 def _dump(obj: Any) -> Any:
+    if type(obj).__module__.startswith("google.genai"):
+        # google-genai's pydantic types name their fields in snake_case and the wire's
+        # camelCase as aliases (a LiveServerMessage's toolCall.functionCalls); unset is None
+        return obj.model_dump(by_alias=True, exclude_none=True, mode="json")
     to_dict = getattr(obj, "to_dict", None)
     if callable(to_dict):
         return to_dict()

@@ -383,6 +383,13 @@ def _realtime(p: Mapping[str, Any]) -> bool:
     return "event_id" in p and _type_prefix("type", *_REALTIME_PREFIXES)(p)
 
 
+_LIVE_KEYS: Final = frozenset({"setupComplete", "serverContent", "toolCall", "toolCallCancellation"})
+
+
+def _gemini_live(p: Mapping[str, Any]) -> bool:
+    return any(isinstance(p.get(key), dict) for key in _LIVE_KEYS)
+
+
 def _responses(p: Mapping[str, Any]) -> bool:
     return "event_id" not in p and _type_prefix("type", "response.")(p)
 
@@ -434,6 +441,7 @@ RULES: Final[tuple[Rule, ...]] = (
         "a single key messageStart, contentBlock*, messageStop, metadata or *Exception",
         _bedrock,
     ),
+    Rule("gemini-live", "setupComplete, serverContent, toolCall or toolCallCancellation", _gemini_live),
     Rule("gemini", "candidates[] or promptFeedback", _gemini),
     Rule("openai-chat", "choices[] or object chat.completion.chunk", _chat),
 )

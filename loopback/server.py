@@ -47,20 +47,26 @@ client's, and uvicorn logs it percent-decoded, control characters and all.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
 import re
+import shutil
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 
 import uvicorn
 
+from callsafe.loopback.gemini_live import PATH_END as LIVE_PATH_END
+from callsafe.loopback.gemini_live import serve_live_session
 from callsafe.loopback.realtime import PATH as REALTIME_PATH
 from callsafe.loopback.realtime import serve_session
+from callsafe.loopback.tls import LoopbackCertificate, make_certificate
 from callsafe.model.vocabulary import Disconnect, Event, Replay, ResponseTerminal, TextFragment
 from callsafe.providers import registry
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable
@@ -96,7 +102,8 @@ MAX_BODY: Final = 1 << 20
 # the body that is not ``data:`` as JSON (``_api_client.py``, ``_load_json_from_response``),
 # so one comment line fails the whole stream, and the Gemini API sends none.
 # Bedrock's binary event stream has no comment frames at all.
-NO_KEEP_ALIVE: Final = frozenset({"gemini", "bedrock-converse", "openai-realtime"})
+NO_KEEP_ALIVE: Final = frozenset({"gemini", "bedrock-converse", "openai-realtime", "gemini-live"})
+TEXT_ITEM_PROTOCOLS: Final = frozenset({"openai-chat", "gemini", "gemini-live"})  # text has no item of its own
 _RESUME: Final = re.compile(r"/responses/[^/]+/?$")  # GET: resume a Responses stream
 _END: Final = b""
 
@@ -334,22 +341,28 @@ class LoopbackServer:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
         self.host, self.port = self.sock.getsockname()[:2]
-        level = os.environ.get("CALLSAFE_LOOPBACK_LOG", "critical")  # "info" shows every request and error
-        config = uvicorn.Config(
-            self.app,
-            log_level=level,
-            access_log=level != "critical",
-            lifespan="off",
-            ws=_websocket_implementation(),
-            ws_max_size=max_body,
-            interface="asgi3",
-        )
-        self.server = uvicorn.Server(config)
+        self.server = uvicorn.Server(self._config())
         for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
             escape_logger(name)  # a request's path and headers are the client's: escaped in every record
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, name="callsafe-loopback", daemon=True)
         self.requests = 0
+        self._tls_lock = threading.Lock()
+        self._certificate: LoopbackCertificate | None = None
+        self._tls: tuple[uvicorn.Server, socket.socket, concurrent.futures.Future[None]] | None = None
+
+    def _config(self, **tls: str) -> uvicorn.Config:
+        level = os.environ.get("CALLSAFE_LOOPBACK_LOG", "critical")  # "info" shows every request and error
+        return uvicorn.Config(
+            self.app,
+            log_level=level,
+            access_log=level != "critical",
+            lifespan="off",
+            ws=_websocket_implementation(),
+            ws_max_size=self.max_body,
+            interface="asgi3",
+            **tls,  # type: ignore[arg-type]
+        )
 
     @property
     def base_url(self) -> str:
@@ -368,10 +381,54 @@ class LoopbackServer:
         raise RuntimeError("the loopback provider did not start")
 
     def stop(self) -> None:
+        tls = self._tls
+        if tls is not None:
+            tls[0].should_exit = True
+            with contextlib.suppress(Exception):
+                tls[2].result(timeout=5)
+            with contextlib.suppress(OSError):
+                tls[1].close()
         self.server.should_exit = True
         self.thread.join(timeout=5)
         with contextlib.suppress(OSError):
             self.sock.close()
+        if self._certificate is not None:  # its private temporary directory goes with it
+            shutil.rmtree(self._certificate.certfile.parent, ignore_errors=True)
+
+    def certificate(self) -> LoopbackCertificate:
+        """The certificate of the TLS listener (made on first use; :mod:`callsafe.loopback.tls`):
+        its ``certfile`` is what a program trusts (``SSL_CERT_FILE``)."""
+        with self._tls_lock:
+            if self._certificate is None:
+                self._certificate = make_certificate(self.host)
+            return self._certificate
+
+    def tls_base_url(self) -> str:
+        """``https://HOST:PORT`` of a second listener, with TLS, serving the same app (the same
+        channels and trace): for clients that speak only TLS, as google-genai's Live client
+        (``wss://``). Started on first use, in the server's own event loop."""
+        certificate = self.certificate()
+        with self._tls_lock:
+            if self._tls is None:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((self.host, 0))
+                server = uvicorn.Server(
+                    self._config(ssl_certfile=str(certificate.certfile), ssl_keyfile=str(certificate.keyfile))
+                )
+                future = asyncio.run_coroutine_threadsafe(server.serve(sockets=[sock]), self.loop)
+                for _ in range(3000):
+                    if server.started or future.done():
+                        break
+                    time.sleep(0.01)
+                if not server.started:
+                    raise RuntimeError("the loopback provider's TLS listener did not start")
+                self._tls = (server, sock, future)
+            return f"https://{self.host}:{self._tls[1].getsockname()[1]}"
+
+    def tls_channel_url(self, channel: str) -> str:
+        """The TLS address of one program's channel (:meth:`tls_base_url`)."""
+        return f"{self.tls_base_url()}/c/{channel}"
 
     def channel_url(self, channel: str) -> str:
         """The base address of one program's channel: its requests get its streams only."""
@@ -447,20 +504,28 @@ class LoopbackServer:
         await stream.serve(send)
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A WebSocket: the OpenAI Realtime API at ``.../realtime`` for a trace served as
-        ``openai-realtime`` (:mod:`callsafe.loopback.realtime`); any other is refused in the
-        handshake (403)."""
+        """A WebSocket: the OpenAI Realtime API at ``.../realtime``
+        (:mod:`callsafe.loopback.realtime`) or a Gemini Live session at
+        ``...BidiGenerateContent`` (:mod:`callsafe.loopback.gemini_live`), for a trace served
+        as that protocol; any other is refused in the handshake (403)."""
         self.requests += 1
         static = self.static
         path = str(scope.get("path", "")).rstrip("/")
-        if not path.endswith(REALTIME_PATH) or (static is not None and static.protocol != "openai-realtime"):
+        if path.endswith(REALTIME_PATH):
+            protocol, serve = "openai-realtime", serve_session
+        elif path.endswith(LIVE_PATH_END):
+            protocol, serve = "gemini-live", serve_live_session
+        else:
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if static is not None and static.protocol != protocol:
             await send({"type": "websocket.close", "code": 1008})
             return
         if static is not None:
-            await serve_session(scope, receive, send, _StaticSession(static))
+            await serve(scope, receive, send, _StaticSession(static))
             return
         channel = path.split("/")[2] if path.startswith("/c/") and path.count("/") > 2 else ""
-        await serve_session(scope, receive, send, _LiveSession(self, channel))
+        await serve(scope, receive, send, _LiveSession(self, channel, protocol))
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes | None:
         """The request body, or None when it is over :attr:`max_body` bytes: refused by its
@@ -545,17 +610,18 @@ class _StaticSession:
 
 
 class _LiveSession:
-    """certify: each response request of a Realtime session gets the channel's next live
-    stream, as an HTTP request does; a later request nobody scripted gets the short reply."""
+    """certify: each response request of a Realtime or Live session gets the channel's next
+    live stream, as an HTTP request does; a later request nobody scripted gets the short reply."""
 
-    def __init__(self, server: LoopbackServer, channel: str) -> None:
+    def __init__(self, server: LoopbackServer, channel: str, protocol: str) -> None:
         self.server = server
         self.channel = channel
+        self.protocol = protocol
 
     async def respond(self, send_text: Callable[[str], Awaitable[None]], first: bool) -> bool:
         queue = self.server._queue(self.channel)
         if not first and queue.empty():
-            for payload in reply_payloads("openai-realtime"):
+            for payload in reply_payloads(self.protocol):
                 await send_text(message_bytes(payload).decode("utf-8"))
             return False
         while True:
@@ -565,7 +631,7 @@ class _LiveSession:
                 return True  # no stream is ready for this request: the session ends
             if not stream.abandoned:
                 break
-        if stream.protocol != "openai-realtime":
+        if stream.protocol != self.protocol:
             return True
         return await stream.serve_messages(send_text)
 
@@ -612,7 +678,7 @@ def reply_payloads(protocol: str) -> list[dict[str, Any]]:
     """A short text reply ("done") that ends normally, in ``protocol``'s payloads: what the
     model says after the tools ran."""
     events = [
-        TextFragment("reply", "resp_callsafe_reply", "text" if protocol in ("openai-chat", "gemini") else "0", "done"),
+        TextFragment("reply", "resp_callsafe_reply", "text" if protocol in TEXT_ITEM_PROTOCOLS else "0", "done"),
         ResponseTerminal("reply", "resp_callsafe_reply", "completed"),
     ]
     payloads = render_payloads(protocol, events)

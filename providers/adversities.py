@@ -929,6 +929,48 @@ def _bedrock_text_without_start(protocol: str, payloads: Payloads) -> list[Varia
     return [Variant(f"text block {index} with no contentBlockStart after a tool block", tuple(copied))]
 
 
+def _live_tool_calls(payloads: Payloads) -> list[int]:
+    """The indexes of Gemini Live ``toolCall`` messages."""
+    return [i for i, p in enumerate(payloads) if isinstance(p.get("toolCall"), dict)]
+
+
+def _live_call_repeated(protocol: str, payloads: Payloads) -> list[Variant]:
+    """A ``toolCall`` message sent again right after itself, the same ids and arguments
+    (mastra #22969: a Live call dispatched from two frames, every tool ran twice)."""
+    calls = _live_tool_calls(payloads)
+    if not calls:
+        return []
+    copied = copy.deepcopy(payloads)
+    copied.insert(calls[0] + 1, copy.deepcopy(payloads[calls[0]]))
+    return [Variant("the first toolCall message twice", tuple(copied))]
+
+
+def _live_cancelled(protocol: str, payloads: Payloads) -> list[Variant]:
+    """The user speaks over the model after a call was issued: ``toolCallCancellation``
+    names the calls issued so far, and the turn ends ``interrupted`` instead of completing
+    (the Live API's toolCallCancellation; livekit/agents #3702, a refund committed after
+    "stop"). A call that already ran stays run; one not dispatched yet must never run."""
+    calls = _live_tool_calls(payloads)
+    if not calls:
+        return []
+    ids = [c.get("id") for c in payloads[calls[0]]["toolCall"].get("functionCalls", []) if isinstance(c, dict)]
+    head = copy.deepcopy(payloads[: calls[0] + 1])
+    tail: Payloads = [{"toolCallCancellation": {"ids": ids}}, {"serverContent": {"interrupted": True}}]
+    return [Variant("toolCallCancellation after the first toolCall, then interrupted", (*head, *tail))]
+
+
+def _live_empty_id(protocol: str, payloads: Payloads) -> list[Variant]:
+    """A function call with an empty ``id`` (pipecat #4987: an empty tool_call_id; a tool
+    response is matched to its call by id, so nobody can answer it)."""
+    calls = _live_tool_calls(payloads)
+    if not calls:
+        return []
+    copied = copy.deepcopy(payloads)
+    for call in copied[calls[0]]["toolCall"].get("functionCalls", []):
+        call["id"] = ""
+    return [Variant("the first toolCall's id empty", tuple(copied))]
+
+
 # --------------------------------------------------------------------------------------
 # The catalog
 # --------------------------------------------------------------------------------------
@@ -936,6 +978,7 @@ def _bedrock_text_without_start(protocol: str, payloads: Payloads) -> list[Varia
 _ANY = _DELTA_PROTOCOLS | {"gemini"}  # Gemini sends whole arguments: only the stream-level operators apply
 _C, _R, _A = frozenset({CHAT}), frozenset({RESPONSES}), frozenset({ANTHROPIC})
 _B = frozenset({BEDROCK})
+_L = frozenset({"gemini-live"})
 
 OPERATORS: Final[tuple[Operator, ...]] = (
     Operator(
@@ -1109,6 +1152,25 @@ OPERATORS: Final[tuple[Operator, ...]] = (
         "AWS ConverseStream: text blocks have no contentBlockStart; strands harness-sdk #2051, langchain-aws #843",
         _B,
         _bedrock_text_without_start,
+    ),
+    Operator(
+        "live-call-repeated",
+        "mastra #22969 (a Gemini Live call dispatched from two frames: every tool ran twice)",
+        _L,
+        _live_call_repeated,
+    ),
+    Operator(
+        "live-cancelled-after-call",
+        "Gemini Live API toolCallCancellation ('should have been not executed'); livekit/agents #3702 (orders "
+        "placed twice after an interruption); a Gemini Live forum thread (a refund committed after 'stop')",
+        _L,
+        _live_cancelled,
+    ),
+    Operator(
+        "live-empty-call-id",
+        "pipecat #4987 (an empty tool_call_id; a Live tool response is matched to its call by id)",
+        _L,
+        _live_empty_id,
     ),
 )
 

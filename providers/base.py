@@ -605,7 +605,11 @@ class Protocol:
     ``event_name`` gives the SSE ``event:`` field for a payload (None: no event field);
     ``done_sentinel`` says whether the stream ends with ``data: [DONE]``; ``transport`` is
     the real transport (``sse``, or ``aws-eventstream`` for Bedrock, whose SSE rendering
-    is a convenience of this package, not what AWS sends)."""
+    is a convenience of this package, not what AWS sends). ``names_responses`` is false for
+    a wire that carries no response id (a client names the response itself, so a run is
+    judged with its response names matched to the trace's: :mod:`callsafe.certify.wire`);
+    ``whole_calls`` is true for a wire that sends each call only whole, in one message (the
+    call's events happen on the wire together, at its terminal event)."""
 
     name: str
     parser: type[Parser]
@@ -613,6 +617,8 @@ class Protocol:
     event_name: Callable[[Mapping[str, Any]], str | None]
     done_sentinel: bool = False
     transport: str = "sse"
+    names_responses: bool = True
+    whole_calls: bool = False
 
     def new_parser(self, turn: str, response: str) -> Parser:
         return self.parser(turn, response)

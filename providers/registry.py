@@ -22,6 +22,7 @@ MODULES: Final[dict[str, str]] = {
     "gemini-interactions": "callsafe.providers.gemini_interactions",
     "cohere-v2": "callsafe.providers.cohere",
     "openai-realtime": "callsafe.providers.openai_realtime",
+    "gemini-live": "callsafe.providers.gemini_live",
 }
 
 

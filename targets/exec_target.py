@@ -272,6 +272,9 @@ class _Pool:
             env.setdefault("ANTHROPIC_API_KEY", "callsafe-loopback")
             env["GOOGLE_GEMINI_BASE_URL"] = base  # the Gemini SDKs add /v1beta/models/...
             env.setdefault("GEMINI_API_KEY", "callsafe-loopback")
+            certfile = _loopback_certificate()
+            if certfile is not None:  # the TLS listener's certificate (google-genai's Live client: wss only)
+                env["SSL_CERT_FILE"] = certfile
         return env
 
     def spawn(self) -> tuple[_Process, Handshake]:
@@ -408,6 +411,8 @@ def _stop_all() -> None:
 
 
 _CHANNELS = itertools.count()
+TLS_ONLY: Final = frozenset({"gemini-live"})
+"""Protocols whose programs get the loopback's TLS address (:meth:`LoopbackServer.tls_base_url`)."""
 
 
 def _loopback_base(channel: str) -> str | None:
@@ -419,6 +424,17 @@ def _loopback_base(channel: str) -> str | None:
     except ImportError:
         return None
     return shared_server().channel_url(channel)
+
+
+def _loopback_certificate() -> str | None:
+    """The loopback's TLS certificate for a program to trust (``SSL_CERT_FILE``), or None
+    when ``cryptography`` cannot make one (then only plain-HTTP programs reach it)."""
+    from callsafe.loopback.server import shared_server
+
+    try:
+        return str(shared_server().certificate().certfile)
+    except ImportError:
+        return None
 
 
 def _require_loopback(command: str) -> None:
@@ -756,9 +772,12 @@ class ExecTarget:
 
             server = shared_server()
             trace.stream = server.open_stream(self.protocol, trace.process.channel)
+            channel = trace.process.channel
+            # google-genai's Live client speaks only wss: its stream is at the TLS listener
+            base_url = server.tls_channel_url(channel) if self.protocol in TLS_ONLY else server.channel_url(channel)
             try:
                 trace.stream_id = trace.process.send(
-                    {"type": "stream", "protocol": self.protocol, "base_url": server.channel_url(trace.process.channel)}
+                    {"type": "stream", "protocol": self.protocol, "base_url": base_url}
                 )
             except OSError:
                 raise self._fail(trace, "the program closed its stdin before 'stream'") from None

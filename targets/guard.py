@@ -28,6 +28,7 @@ from typing import Any, Final
 from callsafe.contract.target import CAPABILITIES, TargetEnv
 from callsafe.guard import Guard, StreamReader, ToolCall, Turn
 from callsafe.model.vocabulary import (
+    CallKey,
     CancelTurn,
     Confirm,
     DisableTool,
@@ -37,6 +38,7 @@ from callsafe.model.vocabulary import (
     StopTenant,
     TurnStarted,
 )
+from callsafe.providers import registry
 from callsafe.reference_impl.errors import StoreError
 from callsafe.reference_impl.memory_store import MemoryStore
 from callsafe.reference_impl.store import Store
@@ -70,6 +72,7 @@ class GuardTarget:
         self.guard: Guard | None = None
         self._turn: Turn | None = None
         self._reader: StreamReader | None = None
+        self._validated: list[CallKey] = []
 
     # -- Target ------------------------------------------------------------------------
 
@@ -85,6 +88,18 @@ class GuardTarget:
                 raise StoreError("the postgres store needs a DSN (argument dsn or $CALLSAFE_PG_DSN)")
             self._namespace = f"callsafe_guard_{uuid.uuid4().hex[:12]}"
         self._open(create=True)
+
+    def _prompted(self, guard: Guard, key: CallKey) -> CallKey:
+        """The key of the call the user answers about. Where the wire names no response
+        (Gemini Live), the guard named the response itself, so the answer is for the call
+        with this turn, item and call id that the guard put up for confirmation (or is
+        validating: an answer may come meanwhile), as an application answers the prompt it
+        showed."""
+        if self.protocol not in registry.MODULES or registry.get(self.protocol).names_responses:
+            return key
+        same = (key.tenant, key.turn, key.item, key.call)
+        known = [c.key for c in guard.pending_confirmations()] + self._validated[::-1]
+        return next((k for k in known if (k.tenant, k.turn, k.item, k.call) == same), key)
 
     def receive(self, event: Event) -> None:
         guard = self._need()
@@ -104,7 +119,7 @@ class GuardTarget:
         elif isinstance(event, CancelTurn):
             guard.cancel(event.turn)
         elif isinstance(event, Confirm):
-            guard.confirm(event.key(self._tenant_of(event.turn)), approved=event.approved)
+            guard.confirm(self._prompted(guard, event.key(self._tenant_of(event.turn))), approved=event.approved)
         elif isinstance(event, QuarantineResponse):
             guard.quarantine(event.response, event.reason)
         elif isinstance(event, DisableTool):
@@ -191,6 +206,7 @@ class GuardTarget:
             executor(call.key, call.actor, call.tool, call.arguments, call.traceparent)
 
         def check(call: ToolCall) -> str | None:
+            self._validated.append(call.key)  # the keys the guard named (a wire without response ids)
             return validator(call.key, call.tool, call.arguments)
 
         self.guard = Guard(

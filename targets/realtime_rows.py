@@ -4,9 +4,11 @@ wire mode like every program row (:mod:`callsafe.targets.programs`), judged at t
 
 Why this row: the ``openai`` SDK's realtime client (``client.realtime.connect``) is the
 realtime client installed here; the program does what OpenAI's Realtime guide has a client
-do with function calling (:mod:`callsafe.adapters.openai_realtime_example`). Not rows,
-because not installed: google-genai's Live API client over a WebSocket the loopback does not
-serve yet, LiveKit Agents, Pipecat.
+do with function calling (:mod:`callsafe.adapters.openai_realtime_example`). Not a row yet:
+google-genai's Live client (:mod:`callsafe.adapters.gemini_live_example`, certified over the
+loopback's Live WebSocket in ``tests/test_gemini_live_programs.py``), because a row added
+here needs the recorded matrix measured again. Not rows, because not installed: LiveKit
+Agents, Pipecat.
 """
 
 from __future__ import annotations

@@ -358,6 +358,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "gemini-interactions": {"event_type": "step.delta", "index": 0, "delta": {}},
     "bedrock-converse": {"contentBlockStart": {"contentBlockIndex": 0, "start": {}}},
     "gemini": {"candidates": [{"content": {"parts": []}}], "responseId": "r"},
+    "gemini-live": {"toolCall": {"functionCalls": [{"id": "c", "name": "t", "args": {}}]}},
     "openai-chat": {"id": "c", "choices": [{"index": 0, "delta": {}}]},
 }
 

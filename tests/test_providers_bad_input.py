@@ -34,7 +34,10 @@ def streams(protocol: str) -> list[list[dict[str, Any]]]:
 
 
 def rendered_streams(protocol: str) -> list[list[dict[str, Any]]]:
-    """Text and two interleaved calls, ended each way the protocol says, as its payloads."""
+    """Text and two interleaved calls, ended each way the protocol says, as its payloads
+    (on a wire that sends calls only whole, Gemini Live's, the calls one after the other)."""
+    if registry.get(protocol).whole_calls:
+        return [registry.get(protocol).new_renderer().render(whole_stream(reason)) for reason in ("completed", "error")]
     out = []
     for reason in ("completed", "length", "error"):
         events: list[Event] = [TextFragment("t1", "r1", "msg", "ok")]
@@ -54,6 +57,17 @@ def rendered_streams(protocol: str) -> list[list[dict[str, Any]]]:
         events.append(ResponseTerminal("t1", "r1", reason))
         out.append(registry.get(protocol).new_renderer().render(events))
     return out
+
+
+def whole_stream(reason: str) -> list[Event]:
+    events: list[Event] = [TextFragment("t1", "r1", "text", "ok")]
+    for n in (0, 1):
+        events += [
+            CallOpened("t1", "r1", str(n), f"call_{n}", tool="pay"),
+            Fragment("t1", "r1", str(n), f"call_{n}", position=0, text='{"a":1}'),
+            CallTerminal("t1", "r1", str(n), f"call_{n}", event_id=f"e{n}"),
+        ]
+    return [*events, ResponseTerminal("t1", "r1", reason)]  # type: ignore[arg-type]
 
 
 @cache

@@ -562,6 +562,7 @@ def test_registry() -> None:
         "gemini-interactions",
         "cohere-v2",
         "openai-realtime",
+        "gemini-live",
     ]
     for name in registry.names():
         assert registry.get(name).name == name

@@ -10,7 +10,9 @@ of the modules):
   with another reason stops every call still open with that reason, right before its end;
 * Chat Completions: every call ends with the response, after all fragments;
 * Gemini: calls one at a time; the arguments come back as compact JSON cut at the leaves,
-  so consecutive fragments of one call are compared joined.
+  so consecutive fragments of one call are compared joined;
+* Gemini Live: calls arrive whole (one ``toolCall`` each), so every call completes, one at
+  a time, and its arguments come back as one fragment of compact JSON (compared joined).
 
 The rendering goes to SSE bytes, is cut at random offsets, decoded and parsed: the parse
 must equal the arrangement (terminal event ids are derived from call keys by both sides).
@@ -59,6 +61,7 @@ OWN_TERMINALS = {
     "cohere-v2",
     "gemini-interactions",
     "openai-realtime",
+    "gemini-live",
 }
 POSITIONAL = {"openai-responses"}
 REASONS: dict[str, tuple[str, ...]] = {
@@ -70,14 +73,16 @@ REASONS: dict[str, tuple[str, ...]] = {
     "cohere-v2": ("completed", "length", "error"),
     "gemini-interactions": ("completed", "length", "error"),
     "openai-realtime": ("completed", "length", "content_filter", "error"),
+    "gemini-live": ("completed", "error"),
 }
+WHOLE = {"gemini", "gemini-live"}  # arguments come back re-cut: compared joined
 
 
 def names(protocol: str, has_text: bool, i: int) -> tuple[str, str, str]:
     """(text item, call item, call id) for call ``i``."""
     if protocol in ("openai-responses", "openai-realtime"):
         return "msg_t", f"fc_{i}", f"call_{i}"
-    if protocol in ("openai-chat", "gemini"):
+    if protocol in ("openai-chat", "gemini", "gemini-live"):
         call = f"{R}#{i}" if protocol == "gemini" else f"call_{i}"
         return "text", str(i), call
     if protocol == "cohere-v2":
@@ -126,7 +131,7 @@ def scenarios(draw: st.DrawFn, protocol: str) -> Scenario:
     return Scenario(
         text=draw(st.none() | st.text(min_size=1, max_size=10)),
         calls=calls,
-        interleave=protocol != "gemini" and draw(st.booleans()),
+        interleave=protocol not in WHOLE and draw(st.booleans()),
         ending=ending,
         completing=draw(st.integers(0, len(calls))),
         drop_terminal=draw(st.booleans()),
@@ -144,6 +149,8 @@ def arrange(protocol: str, sc: Scenario) -> list[Event]:
     n = len(sc.calls)
     if protocol == "openai-chat":
         completes = 0
+    elif protocol == "gemini-live":
+        completes = n  # a call reaches the Live wire only whole
     elif sc.ending == "completed":
         completes = n - 1 if sc.drop_terminal and protocol in OWN_TERMINALS else n
     elif protocol == "gemini":
@@ -231,7 +238,7 @@ def test_render_then_parse_gives_the_events_back(protocol: str, data: st.DataObj
     events = arrange(protocol, sc)
     cuts = data.draw(st.lists(st.integers(1, 4000), max_size=5))
     back = roundtrip(protocol, events, cuts)
-    if protocol == "gemini":
+    if protocol in WHOLE:
         assert joined(back) == joined(events)
     else:
         assert back == events
