@@ -40,7 +40,9 @@ SCRIPTS: Final[dict[str, tuple[str, ...]]] = {
     "langchain_core_chat.py": ("langchain_core",),
 }
 HELPERS: Final = frozenset({"judge", "chat_streams"})  # the folder's own modules (standard library only)
-SDK_MODULES: Final = frozenset({"openai", "anthropic", "litellm", "langchain_core"})
+SDK_MODULES: Final = frozenset(
+    {"openai", "anthropic", "litellm", "langchain_core", "httpx2"}
+)  # httpx2: the SDKs' transport
 
 # Invariants a script shows broken on a row whose matrix cell is not "violated": matrix misses,
 # each with why it is left here rather than fixed.

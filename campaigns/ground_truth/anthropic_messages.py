@@ -20,7 +20,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import anthropic
-from anthropic._base_client import httpx2 as http  # the SDK's own HTTP client package
+import httpx2 as http  # the HTTP client package the SDK is built on (its dependency)
 from judge import Call, Seen, Stream, emit, record, sse  # type: ignore[import-not-found]
 
 ROWS = {

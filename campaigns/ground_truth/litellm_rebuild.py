@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")  # no model price list download
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import httpx2 as http  # the HTTP client package the SDK is built on (its dependency)
 import litellm
 import openai
 from chat_streams import CATALOG, NORMAL_ENDS, STREAMS, TOOL_SCHEMA  # type: ignore[import-not-found]
 from judge import Seen, Stream, emit, record, sse  # type: ignore[import-not-found]
 from litellm.types.utils import ModelResponseStream
-from openai._base_client import httpx2 as http  # the SDK's own HTTP client package
 
 ROWS = {"library:litellm:openai-chat:final": "final", "library:litellm:openai-chat:stream": "stream"}
 MESSAGES = [{"role": "user", "content": "x"}]

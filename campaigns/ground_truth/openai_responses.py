@@ -19,9 +19,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import httpx2 as http  # the HTTP client package the SDK is built on (its dependency)
 import openai
 from judge import Call, Seen, Stream, emit, record, sse  # type: ignore[import-not-found]
-from openai._base_client import httpx2 as http  # the SDK's own HTTP client package
 
 ROWS = {
     "library:openai:openai-responses:arguments_done": "arguments_done",
