@@ -72,6 +72,104 @@ UNSHOWN: Final[dict[tuple[str, str], str]] = {
 }
 
 
+# Per stream and surface, where callsafe's adapter and oracle (``check_trace`` on the very
+# payloads, read back by the protocol's parser) judge otherwise than the script:
+# (script, stream, surface) -> (the script's invariants, callsafe's), grouped by why.
+_TIMING: Final = (
+    "callsafe: INV-TERMINAL, the call is presented before its terminal (openai's done event when the next index "
+    "starts, langchain-core's preview mid-stream); the script's rules have no timing, and count a call run only "
+    "with a prefix of its arguments as never run (LIVE-DISPATCH), where the oracle counts it as run"
+)
+_NO_DONE: Final = (
+    "a Chat body that ends cleanly without [DONE]: the SDK ends the stream normally and the call runs; callsafe's "
+    "wire has no such body (a body without [DONE] is a dropped connection, on which nothing is presented)"
+)
+_LATE_CALL: Final = (
+    "a whole new call after the final stop: the oracle names it INV-EXACT-ARGS (a key the stream never carried) "
+    "over Responses and Anthropic, INV-TERMINAL and INV-CANCEL over Chat; the script the Chat way everywhere"
+)
+_ONCE_BY_ID: Final = (
+    "the same tool_use id runs twice, at two block indexes (the replayed start's phantom): the script counts ids, "
+    "the oracle counts call keys, which hold the block index"
+)
+_NEW_ID: Final = (
+    "a second call with its own id at a reused index: the script says it must run (a new id, a new call); the "
+    "oracle allows refusing it (callsafe's parser refuses a reused index), so losing it is no LIVE-DISPATCH"
+)
+_REPLAYED_ADDED: Final = (
+    "a replayed response.output_item.added makes the SDK raise ('Duplicate response output index'): the script "
+    "says the call must run (a replay read once), the oracle allows refusing the stream"
+)
+_T, _X, _O, _C, _L = "INV-TERMINAL", "INV-EXACT-ARGS", "INV-ONCE", "INV-CANCEL", "LIVE-DISPATCH"
+
+
+def _same(
+    script: str,
+    streams: tuple[str, ...],
+    surfaces: tuple[str, ...],
+    ours: tuple[str, ...],
+    theirs: tuple[str, ...],
+    why: str,
+) -> dict[tuple[str, str, str], tuple[frozenset[str], frozenset[str], str]]:
+    return {(script, st, su): (frozenset(ours), frozenset(theirs), why) for st in streams for su in surfaces}
+
+
+AN_ALL: Final = ("block_stop", "final", "final+every-block", "block_stop+fine-grained")
+STREAM_DIFFERENCES: Final = {
+    **_same(
+        "openai_chat.py",
+        ("two-calls", "new-call-after-finish"),
+        ("done_event", "done_event+nonstrict"),
+        (),
+        (_T,),
+        _TIMING,
+    ),
+    **_same("langchain_core_chat.py", ("two-calls", "reused-index-new-id"), ("preview",), (), (_T,), _TIMING),
+    **_same(
+        "langchain_core_chat.py",
+        ("clean", "interleaved", "repeated-id-and-name"),
+        ("preview",),
+        (_X, _L),
+        (_X, _T),
+        _TIMING,
+    ),
+    **_same(
+        "langchain_core_chat.py", ("empty-arguments", "surrogate-pair-split"), ("preview",), (_X,), (_X, _T), _TIMING
+    ),
+    **_same("litellm_rebuild.py", ("no-finish-no-done",), ("final",), (_T, _C), (), _NO_DONE),
+    **_same("langchain_core_chat.py", ("no-finish-no-done",), ("final",), (_T, _C), (), _NO_DONE),
+    **_same("openai_responses.py", ("new-call-after-completed",), ("arguments_done",), (_T, _C), (_X,), _LATE_CALL),
+    **_same("anthropic_messages.py", ("new-block-after-message-stop",), AN_ALL, (_T, _C), (_X,), _LATE_CALL),
+    **_same(
+        "anthropic_messages.py", ("replayed-block-start",), ("final", "final+every-block"), (_X, _O), (_X,), _ONCE_BY_ID
+    ),
+    **_same("anthropic_messages.py", ("replayed-block-start-two-calls",), AN_ALL, (_X, _O, _L), (_X, _L), _ONCE_BY_ID),
+    **_same(
+        "anthropic_messages.py",
+        ("reused-index-new-id",),
+        ("block_stop", "block_stop+fine-grained"),
+        (_O, _L),
+        (_O,),
+        _NEW_ID,
+    ),
+    **_same(
+        "anthropic_messages.py", ("reused-index-new-id",), ("final", "final+every-block"), (_X, _L), (_X,), _NEW_ID
+    ),
+    **_same("openai_responses.py", ("reused-output-index-new-item",), ("arguments_done", "final"), (_L,), (), _NEW_ID),
+    **_same(
+        "openai_responses.py", ("replayed-output-item-added",), ("arguments_done", "final"), (_L,), (), _REPLAYED_ADDED
+    ),
+}
+PROTOCOL_OF: Final = {
+    "openai_chat.py": "openai-chat",
+    "openai_responses.py": "openai-responses",
+    "anthropic_messages.py": "anthropic-messages",
+    "litellm_rebuild.py": "openai-chat",
+    "langchain_core_chat.py": "openai-chat",
+}
+JUDGED: Final = frozenset({_T, _X, _O, _C, _L})
+
+
 def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names: set[str] = set()
@@ -185,7 +283,56 @@ def test_the_matrix_agrees_with_the_direct_feed(script: str) -> None:
                     f"{row} {inv}: the cell is violated; streams of {script} that show it: {shown.get(inv)}{stale}"
                 )
     assert not problems, "\n".join(problems)
+    page = (ROOT / "docs" / "ground-truth.md").read_text(encoding="utf-8")
+    for row, shown in document["rows"].items():
+        line = (
+            f"| `{row.removeprefix('library:')}` | "
+            + " | ".join(_agreement(inv in shown, matrix[row]["cells"][inv] == "violated") for inv in PAGE_COLUMNS)
+            + " |"
+        )
+        assert line in page, f"docs/ground-truth.md's agreement table lacks: {line}"
+
+
+PAGE_COLUMNS: Final = ("INV-TERMINAL", "INV-EXACT-ARGS", "INV-ONCE", "INV-CANCEL", "LIVE-DISPATCH")
+
+
+def _agreement(script: bool, matrix: bool) -> str:
+    """A cell of the page's agreement table."""
+    if script == matrix:
+        return "both" if script else "neither"
+    return "**script only**" if script else "**matrix only**"
 
 
 def test_exceptions_name_rows_of_the_matrix() -> None:
     assert {row for row, _ in MISSED} | {row for row, _ in UNSHOWN} <= set(_matrix())
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_callsafe_judges_each_stream_as_the_script_does(script: str) -> None:
+    """Finer than the cells: every stream of the script, its payloads read back by callsafe's
+    parser into a trace (as the matrix's recorded wire traces are) and run through the row's
+    adapter and the oracle (``check_trace``), gets the invariants the script gives it on that
+    surface, but for :data:`STREAM_DIFFERENCES` (exact: both sides, and a listed difference that
+    no longer differs fails)."""
+    from callsafe.certify.harness import check_trace
+    from callsafe.model.builder import TraceBuilder
+    from callsafe.model.vocabulary import ToolSpec
+    from callsafe.providers.adversities import Variant, read_back
+
+    document = _run(script)
+    tools = {name: ToolSpec(schema=schema) for name, schema in document["tools"].items()}
+    base = TraceBuilder(tools=tools).turn("t1", response="r1").build()
+    problems: list[str] = []
+    for stream in document["streams"]:
+        variant = Variant(stream["name"], tuple(stream["payloads"]), stream["done"])
+        trace = read_back(base, PROTOCOL_OF[script], "ground-truth", "campaigns/ground_truth", variant)
+        for row, surface in document["surfaces"].items():
+            checked = check_trace(row, trace, TRACE_TIMEOUT)
+            assert not checked.missing, (stream["name"], row, checked.note)
+            ours = frozenset(stream["surfaces"][surface]["violated"])
+            theirs = frozenset(checked.violated) & JUDGED
+            listed = STREAM_DIFFERENCES.get((script, stream["name"], surface))
+            expected = (ours, theirs) if listed is None else listed[:2]
+            if (ours, theirs) != expected or (listed is not None and ours == theirs):
+                problems.append(f"{stream['name']} on {surface}: the script {sorted(ours)}, callsafe {sorted(theirs)}")
+    assert not problems, "\n".join(problems)

@@ -31,6 +31,12 @@ ROWS = {
 }
 FINE_GRAINED = "fine-grained-tool-streaming-2025-05-14"
 CATALOG = ("pay",)
+SCHEMA = {  # the catalog's tool (the SDK does not read it: recorded for the comparison with the matrix)
+    "type": "object",
+    "properties": {"amount": {"type": "integer"}, "memo": {"type": "string"}},
+    "required": ["amount"],
+    "additionalProperties": False,
+}
 
 
 def start(mid: str = "msg_1") -> dict[str, Any]:
@@ -187,7 +193,7 @@ STREAMS = (
         "no-stop-events",
         "a body that ends after the deltas: no content_block_stop, message_delta or message_stop",
         [start(), block(0, "toolu_a"), delta(0, WHOLE[0]), delta(0, WHOLE[1])],
-        Call("toolu_a", "pay", MUST_NOT, "open"),
+        Call("toolu_a", "pay", MUST_NOT, "dropped"),
     ),
     _s(
         "reused-index-new-id",
@@ -264,7 +270,7 @@ def main() -> None:
         fine, _, _ = run(stream, True)
         surfaces = {"block_stop": stops, "final": final, "final+every-block": every, "block_stop+fine-grained": fine}
         results.append(record(stream, surfaces))
-    emit("anthropic", {"anthropic": importlib.metadata.version("anthropic")}, ROWS, results)
+    emit("anthropic", {"anthropic": importlib.metadata.version("anthropic")}, ROWS, results, {"pay": SCHEMA})
 
 
 if __name__ == "__main__":

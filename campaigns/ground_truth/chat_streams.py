@@ -128,13 +128,13 @@ STREAMS: Final[tuple[Stream, ...]] = (
         "no-finish-reason",
         "a body that ends ([DONE]) with no finish_reason",
         [chunk([opens(0, "call_a", '{"amount":100}')])],
-        Call("call_a", "pay", MUST_NOT, "open"),
+        Call("call_a", "pay", MUST_NOT, "stopped-open"),
     ),
     _s(
         "no-finish-no-done",
         "a body that ends with no finish_reason and no [DONE]",
         [chunk([opens(0, "call_a", '{"amount":100}')])],
-        Call("call_a", "pay", MUST_NOT, "open"),
+        Call("call_a", "pay", MUST_NOT, "dropped"),
         done=False,
     ),
     _s(

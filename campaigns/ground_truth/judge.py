@@ -10,7 +10,8 @@ which invariants that breaks. The rules, in plain words:
 * a call presented and runnable whose only reading is "must not run" breaks INV-TERMINAL
   (it ran without a well-formed, normal end); if what stopped it was a cut (``length``,
   ``max_tokens``, an incomplete item), data after its end, or the end of its message while it
-  was open, INV-CANCEL too; if the stream was spliced from two responses, INV-EXACT-ARGS too;
+  was open, a splice of two responses, or a body that ended as a dropped connection ends,
+  INV-CANCEL too;
   one whose arguments were the empty string, run with a value, breaks INV-EXACT-ARGS alone
   (the call ended; the value is invented);
 * a call presented and runnable with an id, name or arguments that no reading gives breaks
@@ -34,12 +35,13 @@ from typing import Any, Final
 __all__ = ["CANCEL_WHYS", "Call", "Seen", "Stream", "emit", "judge", "record", "sse"]
 
 TERMINAL, EXACT, ONCE, CANCEL, LIVE = "INV-TERMINAL", "INV-EXACT-ARGS", "INV-ONCE", "INV-CANCEL", "LIVE-DISPATCH"
-# Why a call must not run: "open" (no end at all); "malformed" (its text is not one JSON
+# Why a call must not run: "open" (the body ended cleanly with no end for it); "dropped" (the
+# body ended with no end marker at all, as a dropped connection does); "malformed" (its text is not one JSON
 # object); "invalid" (it breaks the tool's schema, which the application does not check);
 # "cut" (a length / max_tokens / incomplete stop); "late" (it came, or changed, after its end);
 # "stopped-open" (its message ended while it was open); "spliced" (two responses in one);
 # "empty" (its arguments were the empty string: a value run for it is one the stream never gave).
-CANCEL_WHYS: Final = frozenset({"cut", "late", "stopped-open", "spliced"})
+CANCEL_WHYS: Final = frozenset({"cut", "late", "stopped-open", "spliced", "dropped"})
 
 
 @dataclass(frozen=True)
@@ -115,8 +117,6 @@ def judge(stream: Stream, seen: Seen) -> dict[str, list[str]]:
             flag(TERMINAL, f"{call.id} runs ({call.why}): {p['arguments']}")
             if call.why in CANCEL_WHYS:
                 flag(CANCEL, f"{call.id} runs after a stop ({call.why})")
-            if call.why == "spliced":
-                flag(EXACT, f"{call.id} runs with a spliced reading {p['arguments']}")
         else:
             flag(EXACT, f"{call.id} runs {p['name']}{p['arguments']}; readings: {call.name}{valid}")
     for call in stream.calls:
@@ -146,9 +146,12 @@ def sse(payloads: tuple[Any, ...], *, event_names: bool = False, done: bool = Fa
     return ("\n".join(lines) + "\n").encode()
 
 
-def emit(library: str, versions: dict[str, str], rows: dict[str, str], results: list[dict[str, Any]]) -> None:
+def emit(
+    library: str, versions: dict[str, str], rows: dict[str, str], results: list[dict[str, Any]], tools: dict[str, Any]
+) -> None:
     """Print the script's JSON document: per matrix row (``rows``: row -> surface), the
-    invariants some stream breaks there, with the streams; then every stream's record."""
+    invariants some stream breaks there, with the streams; then every stream's record, and
+    the tools' schemas (``tools``: what the application's catalog holds)."""
     summary: dict[str, dict[str, list[str]]] = {}
     for row, surface in rows.items():
         violated: dict[str, list[str]] = {}
@@ -156,7 +159,14 @@ def emit(library: str, versions: dict[str, str], rows: dict[str, str], results: 
             for inv in result["surfaces"].get(surface, {}).get("violated", {}):
                 violated.setdefault(inv, []).append(result["name"])
         summary[row] = violated
-    document = {"library": library, "versions": versions, "rows": summary, "streams": results}
+    document = {
+        "library": library,
+        "versions": versions,
+        "tools": tools,
+        "surfaces": rows,
+        "rows": summary,
+        "streams": results,
+    }
     json.dump(document, sys.stdout, indent=1, ensure_ascii=True)
     sys.stdout.write("\n")
 
@@ -168,6 +178,8 @@ def record(stream: Stream, surfaces: dict[str, Seen]) -> dict[str, Any]:
         "name": stream.name,
         "class": stream.cls,
         "calls": [{"id": c.id, "name": c.name, "readings": list(c.readings), "why": c.why} for c in stream.calls],
+        "payloads": list(stream.payloads),
+        "done": stream.done,
         "surfaces": {
             name: {"presented": seen.presented, "error": seen.error, "violated": judge(stream, seen)}
             for name, seen in surfaces.items()

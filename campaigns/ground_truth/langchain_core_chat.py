@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from chat_streams import CATALOG, STREAMS  # type: ignore[import-not-found]
+from chat_streams import CATALOG, STREAMS, TOOL_SCHEMA  # type: ignore[import-not-found]
 from judge import Seen, Stream, emit, record  # type: ignore[import-not-found]
 from langchain_core.messages import AIMessageChunk
 from langchain_core.messages.tool import ToolCallChunk, tool_call_chunk
@@ -76,7 +76,13 @@ def main() -> None:
     for stream in STREAMS:
         final, preview = run(stream)
         results.append(record(stream, {"final": final, "preview": preview}))
-    emit("langchain-core", {"langchain-core": importlib.metadata.version("langchain-core")}, ROWS, results)
+    emit(
+        "langchain-core",
+        {"langchain-core": importlib.metadata.version("langchain-core")},
+        ROWS,
+        results,
+        {"pay": TOOL_SCHEMA},
+    )
 
 
 if __name__ == "__main__":

@@ -94,6 +94,7 @@ def main() -> None:
         {"litellm": importlib.metadata.version("litellm"), "openai": importlib.metadata.version("openai")},
         ROWS,
         results,
+        {"pay": TOOL_SCHEMA},
     )
 
 

@@ -97,7 +97,7 @@ def main() -> None:
             "final+nonstrict": loose_final,
         }
         results.append(record(stream, surfaces))
-    emit("openai", {"openai": importlib.metadata.version("openai")}, ROWS, results)
+    emit("openai", {"openai": importlib.metadata.version("openai")}, ROWS, results, {"pay": TOOL_SCHEMA})
 
 
 if __name__ == "__main__":

@@ -137,7 +137,7 @@ def _streams() -> list[Stream]:
         "no-done-events",
         "a body that ends after the deltas: no done event, no response end",
         Body().opens(0, "call_a").delta(0, WHOLE[0]).delta(0, WHOLE[1]),
-        Call("call_a", "pay", MUST_NOT, "open"),
+        Call("call_a", "pay", MUST_NOT, "dropped"),
     )
     b = Body().opens(0, "call_a").delta(0, WHOLE[0]).delta(0, WHOLE[1]).args_done(0).item_done(0, status="incomplete")
     s(
@@ -290,7 +290,7 @@ def main() -> None:
     for stream in _streams():
         done, final = run(stream)
         results.append(record(stream, {"arguments_done": done, "final": final}))
-    emit("openai", {"openai": importlib.metadata.version("openai")}, ROWS, results)
+    emit("openai", {"openai": importlib.metadata.version("openai")}, ROWS, results, {"pay": SCHEMA})
 
 
 if __name__ == "__main__":
