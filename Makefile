@@ -76,7 +76,7 @@ typecheck: $(STAMP)
 	tools/typecheck.sh
 
 test: $(STAMP) $(STAMP2) $(NODE_STAMP) lint typecheck
-	$(BIN)/pytest -n 2 -q -rs
+	$(BIN)/pytest -n 2 --dist loadgroup -q -rs
 
 clean:
 	rm -rf $(VENV) $(VENV2) build dist *.egg-info .typecheck .pytest_cache .mypy_cache .ruff_cache reports out

@@ -16,6 +16,7 @@ An exception that no longer disagrees fails too, so the table stays exact.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import subprocess
@@ -201,7 +202,10 @@ def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+@functools.cache
 def _document(script: str) -> dict[str, Any]:
+    """The script's record, run once per test process (both tests of a script share an
+    ``xdist_group``, so one worker runs the script for both)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
     env.update(LITELLM_OFFLINE_MODE="true", LITELLM_LOCAL_MODEL_COST_MAP="True", NO_PROXY="*")
     done = subprocess.run(
@@ -240,7 +244,7 @@ CONTROL_FAULTS: Final[dict[tuple[str, str], str]] = {
 }
 
 
-@pytest.mark.parametrize("script", sorted(SCRIPTS))
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.xdist_group(s)) for s in sorted(SCRIPTS)])
 def test_the_matrix_agrees_with_the_direct_feed(script: str) -> None:
     """One run of the script (tens of seconds for litellm): its record is well formed, its
     control streams go through cleanly, it saw the versions the matrix measured, and its
@@ -307,7 +311,7 @@ def test_exceptions_name_rows_of_the_matrix() -> None:
     assert {row for row, _ in MISSED} | {row for row, _ in UNSHOWN} <= set(_matrix())
 
 
-@pytest.mark.parametrize("script", sorted(SCRIPTS))
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.xdist_group(s)) for s in sorted(SCRIPTS)])
 def test_callsafe_judges_each_stream_as_the_script_does(script: str) -> None:
     """Finer than the cells: every stream of the script, its payloads read back by callsafe's
     parser into a trace (as the matrix's recorded wire traces are) and run through the row's
