@@ -382,7 +382,8 @@ def section(summary: dict[str, Any], command: str) -> Any:
         "",
         f"Killed {killed} of {summary['ran']}. Each survivor, with what it needs (`equivalent`: no behaviour the "
         "spec judges differs; `unreachable`: a behaviour differs, but only with a second "
-        "replica on the same store, which the killer (`reference:memory`, one process) never has: a survivor, "
+        "replica on the same store or in the guard's bounded memory (`forget_over_turns`), which the killer "
+        "(`reference:memory`, one process, every turn kept) never has: a survivor, "
         "counted in the score; `generator`: a trace the default run does not generate would kill it; "
         "`killed since`: a judge or generator change after the run kills it; "
         "`unclassified`: not yet read):",

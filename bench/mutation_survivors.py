@@ -2,8 +2,10 @@
 """What each surviving mutant of ``make mutation`` was read to be, by its spec
 (``module:operator:occurrence``) and the original line it changes.
 
-``unreachable``: a behaviour differs, but only with a second replica on the same store,
-which the killer (``reference:memory`` in one process) never has: not equivalent, and
+``unreachable``: a behaviour differs, but only with a second replica on the same store, or
+in the guard's bounded memory (``forget_over_turns``: over turns dropped past the replay
+window), which the killer (``reference:memory`` in one process, every turn kept) never has:
+not equivalent, and
 counted as a survivor in the score. (Store failures are reachable since the store-fault
 traces, ``edges/faults``: the driver's failure paths are killed there.) ``equivalent``: no behaviour the spec judges differs (an annotation never evaluated, a
 cache or a fast path whose slow path gives the same answer, a cue the spec makes optional,
@@ -1122,6 +1124,78 @@ READINGS: Final[tuple[tuple[str, str, str, str], ...]] = (
         "for call in self._active.values():",
         "equivalent",
         "the buffers freed before the calls are dropped from the core (memory only): nothing reads them again",
+    ),
+    (
+        "core.py:ReplaceComparisonOperator_Gt_Eq:1",
+        "while len(self._over) > self._keep_over:",
+        "unreachable",
+        "only with forget_over_turns (the guard's bounded memory: over turns dropped past the replay window), which reference:memory leaves off; the guard:memory certifications and tests/test_guard_retention.py run it",
+    ),
+    (
+        "core.py:ReplaceOrWithAnd:11",
+        "if turn is None or turn.active > 0 or self._turn_live(turn):",
+        "unreachable",
+        "only with forget_over_turns (the guard's bounded memory: over turns dropped past the replay window), which reference:memory leaves off; the guard:memory certifications and tests/test_guard_retention.py run it",
+    ),
+    (
+        "core.py:ReplaceComparisonOperator_GtE_Gt:0",
+        "if position >= buffer.fresh_from:",
+        "equivalent",
+        "the per-fragment fast path: a position at fresh_from takes the general path, where buffer.seen answers (False, False) and classify_fragment gives the same event",
+    ),
+    (
+        "schema_check.py:ReplaceUnaryOperator_USub_Invert:0",
+        'expected = pattern[:-1] + "\\\\Z" if pattern.endswith("$") and not pattern.endswith("\\\\$") else pattern',
+        "equivalent",
+        "a final-$ pattern kept off the compiled fast path: the model's validator, the general path, gives the same answer",
+    ),
+    (
+        "schema_check.py:ReplaceAndWithOr:1",
+        "return bool(names) and all(isinstance(n, str) and n in _TYPES for n in names)",
+        "equivalent",
+        "for the schemas a catalog holds, valid JSON Schemas (ToolSpec checks them): a type that names no JSON type or an empty list never reaches the core, and fastjsonschema refuses unknown type names at compile (the model's validator then decides)",
+    ),
+    (
+        "schema_check.py:ReplaceComparisonOperator_Eq_Gt:0",
+        'if keyword == "type":',
+        "equivalent",
+        "for the schemas a catalog holds, valid JSON Schemas (ToolSpec checks them): a type that names no JSON type or an empty list never reaches the core, and fastjsonschema refuses unknown type names at compile (the model's validator then decides); the keywords sorting after type are kept off the fast path (the general path answers the same)",
+    ),
+    (
+        "schema_check.py:ReplaceComparisonOperator_Eq_LtE:4",
+        'if keyword == "pattern":',
+        "equivalent",
+        "keywords sorting before pattern meet the regex check and are kept off the compiled fast path: the model's validator, the general path, gives the same answer",
+    ),
+    (
+        "schema_check.py:AddNot:8",
+        'if keyword == "uniqueItems":',
+        "equivalent",
+        "every other keyword is kept off the fast path (the general path answers the same), and uniqueItems with a non-boolean value is not a valid schema, which a catalog never holds (ToolSpec checks it)",
+    ),
+    (
+        "core.py:ReplaceBinaryOperator_Add_Pow:4",
+        "turn.response_calls[response] = in_response + 1",
+        "equivalent",
+        "for reference:memory: the per-response call cap is a guard option that reference:memory leaves off, and this count is read only for it",
+    ),
+    (
+        "core.py:ReplaceBinaryOperator_Add_Mod:4",
+        "turn.response_calls[response] = in_response + 1",
+        "equivalent",
+        "for reference:memory: the per-response call cap is a guard option that reference:memory leaves off, and this count is read only for it",
+    ),
+    (
+        "core.py:ReplaceComparisonOperator_Eq_Is:0",
+        'executed = turn.executed or status == "done"',
+        "equivalent",
+        "statuses are the module's own string literals (interned): `is` answers as == in CPython",
+    ),
+    (
+        "memory_store.py:NumberReplacer:1",
+        "return before is not None and before[1] > now",
+        "unreachable",
+        "a lease's expiry: only another replica's adoption of orphans reads it",
     ),
 )
 
