@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import functools
 import importlib
+import ssl
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-__all__ = ["Report", "http_module", "reporting_client", "reporting_transport"]
+__all__ = ["Report", "http_module", "reporting_client", "reporting_transport", "tls_context"]
 
 Report = Callable[[int, bool], None]  # (bytes handled so far, stopped reading this body)
 
@@ -84,9 +85,19 @@ def _classes(http: ModuleType) -> tuple[type[Any], type[Any]]:
     return ReportingStream, ReadReportingTransport
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every HTTP client of the program. Building one loads the CA
+    bundle (about 150 ms here), which ``httpx.HTTPTransport()`` does for every client: a
+    program that builds a client per stream, as an application per request does, paid it on
+    every trace, more than the rest of a trace over the loopback (``bench/program_rows.py``).
+    The loopback is plain HTTP; nothing here changes how a certificate would be checked."""
+    return ssl.create_default_context()
+
+
 def reporting_transport(report: Report, http: ModuleType) -> Any:
     """A transport of ``http`` (httpx or httpx2) whose response bodies report through ``report``."""
-    return _classes(http)[1](report)
+    return _classes(http)[1](report, http.HTTPTransport(verify=tls_context()))
 
 
 def reporting_client(sdk: str, report: Report, timeout: float = 60.0) -> Any:
