@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-__all__ = ["Report", "http_module", "reporting_client", "reporting_transport", "tls_context"]
+__all__ = ["Report", "http_module", "plain_client", "reporting_client", "reporting_transport", "tls_context"]
 
 Report = Callable[[int, bool], None]  # (bytes handled so far, stopped reading this body)
 
@@ -104,3 +104,11 @@ def reporting_client(sdk: str, report: Report, timeout: float = 60.0) -> Any:
     """A synchronous client for ``sdk`` (``"openai"``, ``"anthropic"``) whose reads report."""
     http = http_module(sdk)
     return http.Client(transport=reporting_transport(report, http), timeout=http.Timeout(timeout))
+
+
+def plain_client(sdk: str, timeout: float = 60.0) -> Any:
+    """A synchronous client for ``sdk`` over the process's TLS context: what the SDK builds
+    by default, without loading the CA bundle again (a program whose reads are not bytes
+    over this client, the Realtime API's WebSocket, still builds an SDK client per stream)."""
+    http = http_module(sdk)
+    return http.Client(transport=http.HTTPTransport(verify=tls_context()), timeout=http.Timeout(timeout))
