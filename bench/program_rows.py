@@ -31,7 +31,8 @@ from __future__ import annotations
 import shlex
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,54 @@ def _certify(command: str, generators: tuple[str, ...], workers: int) -> _Run:
     cert = certify(f"exec:{command}", options)
     seconds = time.perf_counter() - started
     return _Run(sum(g.ran for g in cert.generators.values()), seconds, _verdicts(cert))
+
+
+_STEPS = (  # the exec target's steps timed for the breakdown, by what they wait for
+    ("start", "start: a fresh target in the program (`start`)"),
+    ("close", "close: `reset` after the trace"),
+    ("receive", "application events (`event`)"),
+    ("_await_bytes", "stream payloads: until the program has read them"),
+    ("_await_read", "stream payloads: until the program has handled them (event acks)"),
+    ("_finish_stream", "the end of a stream: until the program's handler returns"),
+)
+
+
+@contextmanager
+def _breakdown() -> Iterator[dict[str, list[float]]]:
+    """Seconds spent in each of the exec target's steps (:data:`_STEPS`, exclusive of the
+    steps nested in them), and the first payload of each stream apart from the others."""
+    from callsafe.targets import exec_target
+
+    spent: dict[str, list[float]] = {}
+    nested: list[float] = []
+    originals = {name: getattr(exec_target.ExecTarget, name) for name, _ in _STEPS}
+
+    def timed(name: str, method: Any) -> Any:
+        def wrapper(self: Any, *args: Any) -> Any:
+            label = name
+            if name == "_await_bytes":
+                stream = self._trace.stream if self._trace is not None else None
+                label = "first payload" if stream is not None and stream.count == 1 else "later payloads"
+            started = time.perf_counter()
+            nested.append(0.0)
+            try:
+                return method(self, *args)
+            finally:
+                took = time.perf_counter() - started
+                inner = nested.pop()
+                spent.setdefault(label, []).append(took - inner)
+                if nested:
+                    nested[-1] += took
+
+        return wrapper
+
+    for name, method in originals.items():
+        setattr(exec_target.ExecTarget, name, timed(name, method))
+    try:
+        yield spent
+    finally:
+        for name, method in originals.items():
+            setattr(exec_target.ExecTarget, name, method)
 
 
 def _null_factory(protocol: str, capabilities: frozenset[str]) -> Any:
@@ -142,6 +191,8 @@ def run(config: Config) -> Section:
             if name not in best or result.seconds < best[name].seconds:
                 best[name] = result
 
+    with _breakdown() as spent:  # once more, after, in this process (its program already started)
+        timed = _certify(commands["after"], sample, 1)
     capabilities = ExecTarget(commands["after"]).capabilities
     defaults: Mapping[str, int] = {"depth": 1, "walks": 2} if config.quick else {}
     at_defaults = _count(PROTOCOL, capabilities, defaults)
@@ -155,7 +206,8 @@ def run(config: Config) -> Section:
         for name, r in best.items()
     ]
     after = best["after"].per_second
-    projected = f"{at_defaults / after:.0f}" if after else "-"
+    warm = timed.per_second  # the breakdown's run: the program already started
+    projected = f"{at_defaults / warm:.0f}" if warm else "-"
     options_text = "depth 1, 2 walks (quick)" if config.quick else "the defaults (depth 3, 200 walks)"
     lines = [
         f"The guard program over the openai SDK (`exec:python -m callsafe.adapters.guard_sdk --protocol {PROTOCOL}`),"
@@ -163,18 +215,39 @@ def run(config: Config) -> Section:
         "",
         markdown_table(["variant", "traces", "seconds", "traces/s", "vs before"], rows),
         "",
+        f"Where a trace's time goes (after, one process, {timed.traces} traces in {timed.seconds:.1f} s; the rest "
+        "is the harness's own work: building and judging each trace):",
+        "",
+        markdown_table(["step", "calls", "ms each", "seconds"], _steps_rows(spent)),
+        "",
         f"Projected at {options_text}, after, in one process: {at_defaults} traces with the program's "
-        f"capabilities at {after:.1f} traces/s: {projected} projected seconds (the program's start and the "
-        "minimisation of counterexamples not included).",
+        f"capabilities at {warm:.1f} traces/s (the breakdown's run): {projected} projected seconds "
+        "(the program's start and the minimisation of counterexamples not included).",
         "",
         f"A framework row (`cancellation` only): {framework_old} traces at depth 2, 10 walks; "
         f"{framework_new} at {options_text}.",
     ]
-    note = busy_note()
-    if note:
-        lines += ["", note]
+    if busy_note():  # no CPU-time column here: the work is in the program and worker processes
+        lines += [
+            "",
+            "The machine was busy (its load average is below): these are wall-clock times, waiting for a "
+            "CPU included; the variants ran interleaved under the same load.",
+        ]
     ratios = {"after/before": after / base if base else 0.0, "verdicts-identical": 1.0}
     if "after, 2 workers" in best and after:
         ratios["2-workers/after"] = best["after, 2 workers"].per_second / after
     ratios["framework-traces/defaults-vs-old"] = framework_new / framework_old if framework_old else 0.0
     return Section(NAME, TITLE, "\n".join(lines), ratios)
+
+
+def _steps_rows(spent: Mapping[str, list[float]]) -> list[list[str]]:
+    labels = dict(_STEPS) | {
+        "first payload": "first payload of a stream: the program's request, until it has read it",
+        "later payloads": "later payloads: until the program has read them",
+    }
+    rows = sorted(spent.items(), key=lambda item: -sum(item[1]))
+    return [
+        [labels.get(name, name), f"{len(times)}", f"{1000 * sum(times) / len(times):.1f}", f"{sum(times):.2f}"]
+        for name, times in rows
+        if times
+    ]
