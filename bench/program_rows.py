@@ -210,6 +210,8 @@ def run(config: Config) -> Section:
     projected = f"{at_defaults / warm:.0f}" if warm else "-"
     options_text = "depth 1, 2 walks (quick)" if config.quick else "the defaults (depth 3, 200 walks)"
     lines = [
+        f"## {TITLE}",
+        "",
         f"The guard program over the openai SDK (`exec:python -m callsafe.adapters.guard_sdk --protocol {PROTOCOL}`),"
         f" generators {', '.join(sample)}, best of {rounds}; verdicts identical in every variant and round.",
         "",
