@@ -29,7 +29,7 @@ import argparse
 import sys
 from typing import Any
 
-from callsafe.adapters.http_reads import reporting_client
+from callsafe.adapters.http_reads import plain_client, reporting_client
 from callsafe.adapters.stdio import read_reporter, serve
 from callsafe.contract.target import Target
 from callsafe.guard import ClosedGuard, GuardError
@@ -95,7 +95,7 @@ class GuardSDKProgram(GuardTarget):
         tools: Any = [
             {"type": "function", "name": name, "parameters": dict(spec.schema)} for name, spec in catalog.items()
         ]
-        client = openai.OpenAI(base_url=base_url, api_key="loopback", max_retries=0)
+        client = openai.OpenAI(base_url=base_url, api_key="loopback", max_retries=0, http_client=plain_client("openai"))
         read = 0
 
         def events(connection: Any) -> Any:

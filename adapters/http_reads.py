@@ -27,11 +27,22 @@ from __future__ import annotations
 
 import functools
 import importlib
+import ssl
 from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any, Final
 
-__all__ = ["Report", "http_module", "install", "installed", "reporting_client", "reporting_transport", "uninstall"]
+__all__ = [
+    "Report",
+    "http_module",
+    "install",
+    "installed",
+    "plain_client",
+    "reporting_client",
+    "reporting_transport",
+    "tls_context",
+    "uninstall",
+]
 
 Report = Callable[[int, bool], None]  # (bytes handled so far, stopped reading this body)
 Sink = Callable[[str], Report | None]  # a request's URL -> where its body reports (None: nowhere)
@@ -192,12 +203,30 @@ def _classes(http: ModuleType) -> tuple[type[Any], type[Any]]:
     return ReportingStream, ReadReportingTransport
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every HTTP client of the program. Building one loads the CA
+    bundle (about 150 ms here), which ``httpx.HTTPTransport()`` does for every client: a
+    program that builds a client per stream, as an application per request does, paid it on
+    every trace, more than the rest of a trace over the loopback (``bench/program_rows.py``).
+    The loopback is plain HTTP; nothing here changes how a certificate would be checked."""
+    return ssl.create_default_context()
+
+
 def reporting_transport(report: Report, http: ModuleType) -> Any:
     """A transport of ``http`` (httpx or httpx2) whose response bodies report through ``report``."""
-    return _classes(http)[1](report)
+    return _classes(http)[1](report, http.HTTPTransport(verify=tls_context()))
 
 
 def reporting_client(sdk: str, report: Report, timeout: float = 60.0) -> Any:
     """A synchronous client for ``sdk`` (``"openai"``, ``"anthropic"``) whose reads report."""
     http = http_module(sdk)
     return http.Client(transport=reporting_transport(report, http), timeout=http.Timeout(timeout))
+
+
+def plain_client(sdk: str, timeout: float = 60.0) -> Any:
+    """A synchronous client for ``sdk`` over the process's TLS context: what the SDK builds
+    by default, without loading the CA bundle again (a program whose reads are not bytes
+    over this client, the Realtime API's WebSocket, still builds an SDK client per stream)."""
+    http = http_module(sdk)
+    return http.Client(transport=http.HTTPTransport(verify=tls_context()), timeout=http.Timeout(timeout))

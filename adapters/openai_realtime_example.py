@@ -28,6 +28,7 @@ from typing import Any
 
 import openai
 
+from callsafe.adapters.http_reads import plain_client
 from callsafe.adapters.stdio import read_reporter, serve
 from callsafe.contract.target import TargetEnv
 from callsafe.model.vocabulary import CallKey, Event, TurnStarted
@@ -72,7 +73,8 @@ class OpenAIRealtimeProgram:
         env, turn = self.env, self.turn
         assert env is not None
         report = read_reporter()
-        client = openai.OpenAI(base_url=base_url, api_key="loopback", max_retries=0)
+        # its HTTP client over the process's TLS context (a default one loads the CA bundle per stream)
+        client = openai.OpenAI(base_url=base_url, api_key="loopback", max_retries=0, http_client=plain_client("openai"))
         tools: Any = [{"type": "function", "name": name, "parameters": {"type": "object"}} for name in env.tools]
         read = 0
         try:

@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "guard": "bench.guard",
     "memory": "bench.memory",
     "replicas": "bench.replicas",
+    "program_rows": "bench.program_rows",
 }
 
 

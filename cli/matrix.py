@@ -67,6 +67,14 @@ _COLUMN = {
 )
 @click.option("--walks", type=click.IntRange(min=0), default=200, show_default=True, help="Random walks per row.")
 @click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes per row, program rows included (each worker runs its own program process and "
+    "its own loopback provider); how a row runs, never what it finds.",
+)
+@click.option(
     "--only",
     multiple=True,
     metavar="TEXT",
@@ -100,6 +108,7 @@ def matrix_cmd(
     seed: int,
     depth: int,
     walks: int,
+    workers: int,
     only: tuple[str, ...],
     ecosystem: str | None,
     mcp: bool,
@@ -126,7 +135,9 @@ def matrix_cmd(
     from callsafe.certify.harness import Options
 
     try:
-        options = Options(budget=budget, depth=depth, seed=seed, walks=walks, generators=MATRIX_GENERATORS)
+        options = Options(
+            budget=budget, depth=depth, seed=seed, walks=walks, workers=workers, generators=MATRIX_GENERATORS
+        )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     rows = [r for r in default_rows(ecosystem, mcp) if not only or any(text in r.spec for text in only)]

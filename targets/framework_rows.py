@@ -12,9 +12,12 @@ environment of their own (``make venv-openai2``: ``.venv-openai2`` at the reposi
 or the interpreter named by ``CALLSAFE_OPENAI2_PYTHON``). Their rows run that interpreter
 (:class:`OtherVenvRow`); each row is skipped with the reason when its framework is missing.
 
-Options: a framework reads every trace over HTTP and builds an agent per stream, so the
-rows run fewer walks and a shallower exhaustive bound than in-process adapters
-(``FRAMEWORK_OPTIONS``; each row measured at under 40 s on the project's machine).
+Options: the rows run at the matrix's options, those of the in-process rows
+(``FRAMEWORK_OPTIONS`` overrides nothing). They once ran 10 walks at depth 2 because HTTP
+costs time, but what a framework row runs is mostly the ``wire`` and ``wire-adversities``
+generators, which no depth or walk count changes: 277 traces at the defaults against 236 at
+the reduced options for a row that declares ``cancellation`` alone (``bench/program_rows.py``
+counts them; ``docs/speed.md`` has the times).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ __all__ = ["FRAMEWORK_OPTIONS", "FRAMEWORK_ROWS", "OPENAI2_KEY", "OPENAI2_VENV",
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 OPENAI2_VENV: Final = ROOT / ".venv-openai2"
-FRAMEWORK_OPTIONS: Final = {"walks": 10, "depth": 2}
+FRAMEWORK_OPTIONS: Final[dict[str, int]] = {}
 
 
 def openai2_python() -> Path:

@@ -19,10 +19,11 @@ calls name no tool it has: not a row until the agent form maps a host's renamed 
 
 Controls: none of these programs exposes a cancel, turn or confirmation hook to callsafe, so
 traces that need one are not applicable to the rows (never passed). Each host starts as a
-process per model stream (seconds each, more on a loaded machine), so the rows run fewer
-walks, a shallower bound and a budget per row (``MCP_OPTIONS``; a row cut short by its
-budget is marked so, its counts then depend on the machine), and the matrix runs them only
-when asked (``callsafe matrix --mcp``).
+process per model stream (seconds each, more on a loaded machine), so the rows have a budget
+per row and a longer bound per trace (``MCP_OPTIONS``; a row cut short by its budget is
+marked so, its counts then depend on the machine), and the matrix runs them only when asked
+(``callsafe matrix --mcp``). Their walks and depth are the matrix's: with no control hook,
+the defaults add 7 traces to the 213 of depth 1 and 4 walks (the wire generators are the rest).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from callsafe.targets.programs import ProgramRow
 
 __all__ = ["MCP_OPTIONS", "MCP_ROWS"]
 
-MCP_OPTIONS: Final = {"walks": 4, "depth": 1, "budget": 240.0, "trace_timeout": 120.0}
+MCP_OPTIONS: Final = {"budget": 240.0, "trace_timeout": 120.0}
 _AGENT: Final = ("{python}", "-m", "callsafe.adapters.mcp_agent")
 
 

@@ -28,7 +28,6 @@ REALTIME_ROWS: Final[tuple[ProgramRow, ...]] = (
         surface="realtime-connect",
         argv=("{python}", "-m", "callsafe.adapters.openai_realtime_example"),
         needs=("openai", "websockets"),
-        options={"walks": 10, "depth": 2},
         dependencies=("websockets",),
     ),
 )

@@ -406,3 +406,17 @@ def test_the_whole_certify_process_is_timed_by_its_own_cpu(tmp_path: Path) -> No
     assert timing.cpu > 0 and timing.wall > 0
     with pytest.raises(AssertionError, match="exited"):
         throughput.whole_process(["no-such-target"])
+
+
+def test_quick_program_rows_run_compares_before_and_after_on_the_same_verdicts(tmp_path: Path) -> None:
+    """The guard program over HTTP before and after (one TLS context per process): the
+    benchmark fails when any variant's verdicts differ from the first's, so a passing run
+    pins that the speed-up changed no verdict."""
+    for module in ("openai", "uvicorn"):
+        pytest.importorskip(module, reason=f"{module} is not installed (callsafe[sdks])")
+    results = tmp_path / "RESULTS.md"
+    ratios = _ratios(_quick("program_rows", results))
+    assert ratios["verdicts-identical"] == 1.0
+    assert ratios["after/before"] > 0 and ratios["framework-traces/defaults-vs-old"] > 0
+    text = results.read_text()
+    assert "## Program rows over HTTP" in text and "traces/s" in text and "projected seconds" in text

@@ -6,6 +6,7 @@ the tests stay fast; the full matrix is ``callsafe matrix``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -136,3 +137,39 @@ def test_the_command_writes_the_three_files(tmp_path: Path) -> None:
     assert "conformance matrix" in result.output
     bad = CliRunner().invoke(group, ["matrix", "--report", str(out), "--only", "no-such-row"])
     assert bad.exit_code == 2 and "no row matches" in bad.output
+
+
+def test_program_rows_run_at_the_matrix_depth_and_walks() -> None:
+    """Issue 30, item 2: no program row is judged on a smaller part of the space than the
+    in-process rows (only a budget and a per-trace bound may differ, for the MCP hosts)."""
+    rows = default_rows(mcp=True)
+    programs = [r for r in rows if r.spec.removeprefix("library:") in program_rows()]
+    assert programs
+    for row in programs:
+        overrides = dict(row.overrides)
+        assert not {"depth", "walks", "calls", "turns", "fragments", "generators"} & set(overrides), row.spec
+        assert row.options(SMALL).depth == SMALL.depth and row.options(SMALL).walks == SMALL.walks
+
+
+def test_the_command_passes_workers_to_every_row_and_records_them_nowhere_in_the_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import callsafe.campaigns.matrix as matrix_module
+
+    seen: list[int] = []
+    real = matrix_module.run_matrix
+
+    def spy(options: Options, rows: object = None, progress: object = None) -> object:
+        seen.append(options.workers)
+        return real(dataclasses.replace(options, workers=1), rows, progress)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(matrix_module, "run_matrix", spy)
+    group = click.Group(commands={"matrix": matrix_cmd})
+    out = tmp_path / "m"
+    args = ["matrix", "--report", str(out), "--depth", "0", "--walks", "0", "--only", "reference", "--workers", "2"]
+    result = CliRunner().invoke(group, args)
+    assert result.exit_code == 0, result.output
+    assert seen == [2]
+    doc = json.loads((out / "matrix.json").read_text())
+    assert "workers" not in doc["options"]  # how a row ran is no part of what it found
+    assert CliRunner().invoke(group, [*args[:-1], "0"]).exit_code == 2

@@ -32,6 +32,7 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import Client, types
 
 from callsafe.adapters.frameworks._program import FrameworkProgram, main
+from callsafe.adapters.http_reads import tls_context
 from callsafe.contract.target import TargetEnv
 from callsafe.model.vocabulary import TurnStarted
 
@@ -65,7 +66,12 @@ class GoogleADKProgram(FrameworkProgram):
     async def run(self, base_url: str, env: TargetEnv, turn: TurnStarted) -> None:
         self.runs = 0
         http = self.watching_client()
-        options = types.HttpOptions(base_url=base_url, httpx_async_client=http)
+        # The process's TLS context for the client's own sync client and WebSocket: without
+        # one, every Client loads the CA bundle twice (about half a second a stream here).
+        tls = tls_context()
+        options = types.HttpOptions(
+            base_url=base_url, httpx_async_client=http, client_args={"verify": tls}, async_client_args={"ssl": tls}
+        )
         client = Client(api_key="callsafe-loopback", http_options=options)
         tools: list[Any] = [_CatalogTool(self, name, dict(spec.schema)) for name, spec in env.tools.items()]
         agent = LlmAgent(name="callsafe", model=Gemini(model="gemini-2.5-flash", client=client), tools=tools)
