@@ -22,7 +22,11 @@ What the compiled code works on, and why:
   deduplication hashes one buffer in C, and a state costs about 90 bytes instead of a
   tuple of pointers (450 bytes at four calls); the generated code unpacks it into its
   fields as it would a tuple (a configuration with 256 restarts or more, whose count no
-  longer fits a byte, keeps tuples of the same small integers);
+  longer fits a byte, keeps tuples of the same small integers); the explorer itself stores
+  and deduplicates states as integers of slot codes (:mod:`callsafe.formal.slots`) and runs
+  this step only to fill that search's tables, per group of actions
+  (:attr:`CompiledModel.group_steps`: one call's inputs and internal steps, or the turn and
+  system inputs);
 * the symmetry reduction (:func:`~callsafe.formal.abstract.symmetric`) is generated too:
   :attr:`CompiledModel.symmetric` sorts each turn's calls as byte slices, which is the
   order of :func:`~callsafe.formal.abstract.call_key`;

@@ -8,7 +8,8 @@ counterexample should be.
 
 Why the search looks the way it does: it is the hot loop of ``callsafe model``, the coverage
 suites and the formal cross-checks against TLC, so it runs the rules compiled
-(:mod:`callsafe.formal.compiled`: flat tuples, one generated function per configuration)
+(:mod:`callsafe.formal.compiled`: one generated function per configuration), over states
+coded as integers with that function memoised per slot (:mod:`callsafe.formal.slots`),
 and stores the graph as arrays of state and action numbers (:class:`Transitions`); the
 networkx graph, the parent map and the decoded states are built from them when first
 asked for. ``explore(..., compiled=False)`` runs the same search interpreting the rules step
@@ -203,7 +204,7 @@ class Transitions:
     Without :attr:`kept` transitions, ``offsets``, ``targets`` and ``labels`` stay empty."""
 
     actions: list[Action]
-    keys: list[Any]  # what identifies a state in the search: its bytes (compiled) or the AbsState
+    keys: list[Any]  # what identifies a state in the search: slot codes (int) or bytes, or the AbsState
     decode: Callable[[Any], AbsState]
     kept: bool = True
     offsets: array[int] = field(default_factory=lambda: array("q", [0]))
