@@ -22,7 +22,11 @@ What the compiled code works on, and why:
   deduplication hashes one buffer in C, and a state costs about 90 bytes instead of a
   tuple of pointers (450 bytes at four calls); the generated code unpacks it into its
   fields as it would a tuple (a configuration with 256 restarts or more, whose count no
-  longer fits a byte, keeps tuples of the same small integers);
+  longer fits a byte, keeps tuples of the same small integers); the explorer itself stores
+  and deduplicates states as integers of slot codes (:mod:`callsafe.formal.slots`) and runs
+  this step only to fill that search's tables, per group of actions
+  (:attr:`CompiledModel.group_steps`: one call's inputs and internal steps, or the turn and
+  system inputs);
 * the symmetry reduction (:func:`~callsafe.formal.abstract.symmetric`) is generated too:
   :attr:`CompiledModel.symmetric` sorts each turn's calls as byte slices, which is the
   order of :func:`~callsafe.formal.abstract.call_key`;
@@ -47,6 +51,7 @@ from typing import Any, Final
 
 from callsafe.formal.abstract import (
     INVARIANT_IDS,
+    KINDS,
     STRINGS,
     AbsCall,
     AbsState,
@@ -61,7 +66,7 @@ from callsafe.formal.abstract import (
 from callsafe.formal.ops import Ops, TableEntry, Val, truth_table
 from callsafe.model.lifecycle import TERMINAL_STATES, CallEvent, State
 
-__all__ = ["CompiledModel", "PyOps", "compile_model"]
+__all__ = ["CompiledModel", "PyOps", "action_group", "compile_model"]
 
 STATES: Final[tuple[State, ...]] = tuple(State)
 EVENTS: Final[tuple[CallEvent, ...]] = tuple(CallEvent)
@@ -484,6 +489,9 @@ class CompiledModel:
     unflatten: Callable[[Flat], AbsState]
     symmetric: Callable[[Flat], Flat]  # the representative (calls sorted within each turn)
     terminal: Callable[[Flat], bool]  # every call in a terminal lifecycle state
+    # :attr:`step` restricted to the actions of one group (:func:`action_group`; a group
+    # without an action in the configuration has none): the successors of those actions
+    group_steps: dict[str, Step]
 
     def entries(self, mask: int) -> set[TableEntry]:
         """The table entries whose bits are set in ``mask`` (the union of :attr:`step`'s masks)."""
@@ -493,6 +501,13 @@ class CompiledModel:
                 if mask >> (s * len(EVENTS) + e) & 1:
                     out.add(TableEntry(state, event, self.model.table[state][event]))
         return out
+
+
+def action_group(action: Action) -> str:
+    """The group of an action for :attr:`CompiledModel.group_steps`: ``call<i>`` for the
+    inputs and internal steps of call ``i``, ``broadcast`` for the turn and system inputs."""
+    scope = KINDS[action.name].scope
+    return f"call{action.target}" if scope in ("call", "internal") else "broadcast"
 
 
 def compile_model(model: SystemModel) -> CompiledModel:
@@ -514,32 +529,43 @@ def compile_model(model: SystemModel) -> CompiledModel:
     holds = o.and_(*(invariant_holds(o, s, inv) for inv in INVARIANT_IDS))
 
     _count_parents([[b.condition, *b.fields, *b.entries] for b in blocks])
-    # Computed once per state: what more than one action uses.
-    users: dict[int, int] = {}
-    for b in blocks:
-        for n in _reachable([b.condition, *b.fields, *b.entries]):
-            users[id(n)] = users.get(id(n), 0) + 1
     em = _Emitter()
     unpack = f"    ({', '.join(names)},) = s"
-    em.lines += ["def step(s):", unpack, "    m = 0", "    out = []"]
-    every = _reachable(r for b in blocks for r in (b.condition, *b.fields, *b.entries))
-    hoisted = em.define((n for n in _shared(every) if users[id(n)] > 1), "    ")
-    for b in blocks:
-        em.lines.append(f"    # {b.action}")
-        cond_nodes = _reachable([b.condition])
-        local = em.define(_shared(cond_nodes), "    ")
-        em.lines.append(f"    if {em.expr(b.condition)}:")
-        local += em.define(_shared(_reachable([*b.fields, *b.entries])), "        ")
-        if b.entries:
-            em.lines.append(f"        m |= {' | '.join(em.expr(e) for e in b.entries)}")
-        em.lines.append(f"        out.append(({b.index}, P(({''.join(em.expr(f) + ', ' for f in b.fields)}))))")
-        for n in local:
+
+    def emit_step(name: str, chosen: Sequence[_Block]) -> None:
+        """One step function over the ``chosen`` actions."""
+        # Computed once per state: what more than one of them uses.
+        users: dict[int, int] = {}
+        for b in chosen:
+            for n in _reachable([b.condition, *b.fields, *b.entries]):
+                users[id(n)] = users.get(id(n), 0) + 1
+        em.lines += [f"def {name}(s):", unpack, "    m = 0", "    out = []"]
+        every = _reachable(r for b in chosen for r in (b.condition, *b.fields, *b.entries))
+        hoisted = em.define((n for n in _shared(every) if users[id(n)] > 1), "    ")
+        for b in chosen:
+            em.lines.append(f"    # {b.action}")
+            cond_nodes = _reachable([b.condition])
+            local = em.define(_shared(cond_nodes), "    ")
+            em.lines.append(f"    if {em.expr(b.condition)}:")
+            local += em.define(_shared(_reachable([*b.fields, *b.entries])), "        ")
+            if b.entries:
+                em.lines.append(f"        m |= {' | '.join(em.expr(e) for e in b.entries)}")
+            em.lines.append(f"        out.append(({b.index}, P(({''.join(em.expr(f) + ', ' for f in b.fields)}))))")
+            for n in local:
+                n.name = None
+        em.lines += ["    return m, out", "", ""]
+        for n in hoisted:
             n.name = None
-    em.lines.append("    return m, out")
-    for n in hoisted:
-        n.name = None
+
+    emit_step("step", blocks)
+    # The same, per group of actions (:func:`action_group`), for the slot search's tables.
+    groups: dict[str, list[_Block]] = {}
+    for b in blocks:
+        groups.setdefault(action_group(b.action), []).append(b)
+    for group, chosen in groups.items():
+        emit_step(f"step_{group}", chosen)
     # ``holds`` runs once per distinct state and is small: rendered inline, nothing named.
-    em.lines += ["", "", "def holds(s):", unpack, f"    return bool({em.expr(holds)})", ""]
+    em.lines += ["def holds(s):", unpack, f"    return bool({em.expr(holds)})", ""]
     terminal = " and ".join(f"s[{i * _CALL_FIELDS + _STATE_FIELD}] in TERMINAL" for i in range(c.calls))
     em.lines += ["", "def terminal(s):", f"    return {terminal}", ""]
     em.lines += ["", _symmetry_source(c.calls_of_turn, c.calls), ""]
@@ -563,4 +589,5 @@ def compile_model(model: SystemModel) -> CompiledModel:
         unflatten=_decoder(c.calls, c.turns, pack),
         symmetric=namespace["sym"],
         terminal=namespace["terminal"],
+        group_steps={g: namespace[f"step_{g}"] for g in groups},
     )

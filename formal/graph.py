@@ -8,7 +8,8 @@ counterexample should be.
 
 Why the search looks the way it does: it is the hot loop of ``callsafe model``, the coverage
 suites and the formal cross-checks against TLC, so it runs the rules compiled
-(:mod:`callsafe.formal.compiled`: flat tuples, one generated function per configuration)
+(:mod:`callsafe.formal.compiled`: one generated function per configuration), over states
+coded as integers with that function memoised per slot (:mod:`callsafe.formal.slots`),
 and stores the graph as arrays of state and action numbers (:class:`Transitions`); the
 networkx graph, the parent map and the decoded states are built from them when first
 asked for. ``explore(..., compiled=False)`` runs the same search interpreting the rules step
@@ -26,7 +27,8 @@ from typing import Any, cast
 import networkx as nx
 
 from callsafe.formal.abstract import AbsState, Action, Config, SystemModel, TableEntry, state_invariants, symmetric
-from callsafe.formal.compiled import compile_model
+from callsafe.formal.compiled import CompiledModel, compile_model
+from callsafe.formal.slots import SlotOverflow, SlotSearch, SlotsFound
 from callsafe.model.lifecycle import TERMINAL_STATES, TRANSITIONS, State
 
 __all__ = ["Exploration", "GraphStats", "StateBoundExceeded", "Transitions", "explore", "lifecycle_coverage"]
@@ -202,7 +204,7 @@ class Transitions:
     Without :attr:`kept` transitions, ``offsets``, ``targets`` and ``labels`` stay empty."""
 
     actions: list[Action]
-    keys: list[Any]  # what identifies a state in the search: its bytes (compiled) or the AbsState
+    keys: list[Any]  # what identifies a state in the search: slot codes (int) or bytes, or the AbsState
     decode: Callable[[Any], AbsState]
     kept: bool = True
     offsets: array[int] = field(default_factory=lambda: array("q", [0]))
@@ -289,10 +291,60 @@ def _search_compiled(
     symmetry: bool,
     graph: bool,
 ) -> _Found:
-    """Breadth first over byte states with the compiled rules. Invariants: the compiled
-    check first, the messages from ``invariants`` only where it fails (or for every state,
-    when ``invariants`` is not the model's own :func:`state_invariants`)."""
+    """Breadth first with the compiled rules, over slot-coded states with the step memoised
+    per slot (:mod:`callsafe.formal.slots`), or over byte states where the slot coding does
+    not fit (past 255 restarts, or more distinct records in a slot than its bits hold).
+    Invariants: the compiled check first, the messages from ``invariants`` only where it
+    fails (or for every state, when ``invariants`` is not the model's own
+    :func:`state_invariants`)."""
     cm = compile_model(model)
+    start = cm.flatten(initial)
+    if isinstance(start, bytes):
+        try:
+            return _search_slots(model, cm, start, invariants, max_states, symmetry, graph)
+        except SlotOverflow:
+            pass
+    return _search_flat(model, cm, initial, invariants, max_states, symmetry, graph)
+
+
+def _search_slots(
+    model: SystemModel,
+    cm: CompiledModel,
+    start: bytes,
+    invariants: Callable[[AbsState], list[tuple[str, str]]],
+    max_states: int,
+    symmetry: bool,
+    graph: bool,
+) -> _Found:
+    """The search of :class:`~callsafe.formal.slots.SlotSearch`; states are stored as their
+    slot codes and decoded on demand."""
+    slots = SlotSearch(model, cm)
+    reduce = symmetry and any(len(m) > 1 for m in model.config.calls_of_turn)
+    store = Transitions(list(model.all_actions), [], lambda k: cm.unflatten(slots.decode(k)), kept=graph)
+    got = SlotsFound(store.keys, store.parents, store.via, store.targets, store.labels, store.offsets)
+    slots.run(start, got, reduce, graph, max_states, StateBoundExceeded)
+    found = _Found(store, cm.entries(got.mask))
+    checked = got.failing if invariants is state_invariants else range(len(store.keys))
+    for i in checked:
+        state = store.decode(store.keys[i])
+        problems = invariants(state)
+        if problems:
+            found.violations[state] = problems
+            found.violation_index[state] = i
+    found.transitions, found.terminal, found.deadlocks = got.transitions, got.terminal, got.deadlocks
+    return found
+
+
+def _search_flat(
+    model: SystemModel,
+    cm: CompiledModel,
+    initial: AbsState,
+    invariants: Callable[[AbsState], list[tuple[str, str]]],
+    max_states: int,
+    symmetry: bool,
+    graph: bool,
+) -> _Found:
+    """Breadth first over flat states (bytes, or tuples past 255 restarts) with the compiled step."""
     step, holds, decode, terminal = cm.step, cm.holds, cm.unflatten, cm.terminal
     sym = cm.symmetric if symmetry and any(len(m) > 1 for m in model.config.calls_of_turn) else None
     own = invariants is state_invariants

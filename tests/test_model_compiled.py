@@ -12,6 +12,7 @@ from collections import deque
 
 import pytest
 
+from callsafe.formal import slots
 from callsafe.formal.abstract import CONTROLS, AbsState, Action, Config, SystemModel, TableEntry, state_invariants
 from callsafe.formal.compiled import compile_model
 from callsafe.formal.graph import explore
@@ -115,3 +116,46 @@ def test_a_model_that_overrides_the_rules_is_interpreted() -> None:
 def test_the_state_limit_holds_when_compiled() -> None:
     with pytest.raises(RuntimeError, match="more than 100 states"):
         explore(Config(2, 1, 1, ALL, 1), max_states=100)
+
+
+SLOT_MODELS = {
+    **{name: MODELS[name] for name in ("two calls, all controls", "two turns, some controls", "not canonicalised")},
+    **{name: MODELS[name] for name in ("mutant table", "mutant reopens", "mutant guard, all controls")},
+    "three calls of one turn": SystemModel(Config(3, 1, 1, frozenset({"cancel", "replay", "restart", "disable_tool"}))),
+}
+
+
+@pytest.mark.parametrize("name", list(SLOT_MODELS))
+@pytest.mark.parametrize("symmetry", [False, True], ids=["plain", "symmetry"])
+def test_the_slot_search_explores_as_the_byte_search_does(
+    name: str, symmetry: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memoised search over slot codes against the compiled step on every state: the
+    same states in the same order, the same parents, transitions, counts, entries and
+    violations. The byte search is forced by a slot too narrow for the calls (which also
+    checks that an overflowing slot falls back to it)."""
+    model = SLOT_MODELS[name]
+    for graph in (True, False):
+        fast = explore(model=model, symmetry=symmetry, graph=graph)
+        assert isinstance(fast.store.keys[0], int)
+        with monkeypatch.context() as patched:
+            patched.setattr(slots, "CALL_BITS", 1)
+            flat = explore(model=model, symmetry=symmetry, graph=graph)
+        assert isinstance(flat.store.keys[0], bytes)
+        assert [_strict(s) for s in fast.states] == [_strict(s) for s in flat.states]
+        for array_name in ("parents", "via", "offsets", "targets", "labels"):
+            assert getattr(fast.store, array_name) == getattr(flat.store, array_name), array_name
+        assert fast.stats() == flat.stats()
+        assert fast.entries == flat.entries
+        assert fast.violations == flat.violations
+        assert fast.violation_index == flat.violation_index
+
+
+def test_a_slot_entry_made_again_from_another_state_must_agree() -> None:
+    """What the slot tables rely on (an action reads only its slots) is checked each time
+    the compiled step makes an entry that exists already."""
+    table: dict[int, object] = {}
+    slots._put(table, 7, (2, ((3, 1),)))
+    slots._put(table, 7, (2, ((3, 1),)))
+    with pytest.raises(AssertionError, match="depend on more than its slots"):
+        slots._put(table, 7, (2, ((3, 2),)))
