@@ -297,6 +297,11 @@ _SCHEMAS: Final[dict[str, tuple[dict[str, Any], list[Any], list[Any]]]] = {
         [{"code": "abc_1"}, {"code": "Z"}],
         [{"code": "caf\u00e9"}, {"code": "a-b"}],
     ),
+    "a digit class escape in array items": (
+        _obj({"codes": {"type": "array", "items": {"type": "string", "pattern": "^\\d+$"}}}, required=["codes"]),
+        [{"codes": ["12", "3"]}, {"codes": []}],
+        [{"codes": ["\u0661"]}, {"codes": ["1x"]}],
+    ),
     "backreferences in patternProperties": (
         {
             "type": "object",
