@@ -15,7 +15,7 @@ REPORT  ?= reports/reference
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,sdks,frameworks]'
+	$(BIN)/pip install --quiet -e '.[dev,sdks,frameworks,frameworks-more]'
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -37,6 +37,11 @@ OFFLINE_ENVIRONMENT: Final[Mapping[str, str]] = MappingProxyType(
         # crewai: no anonymous telemetry, no trace upload (crewai/telemetry, crewai/events).
         "CREWAI_DISABLE_TELEMETRY": "true",
         "CREWAI_TRACING_ENABLED": "false",
+        # agno: no anonymous usage telemetry to api.agno.com (agent/_init.py, set_telemetry).
+        "AGNO_TELEMETRY": "false",
+        # smolagents' Hub helpers and LangSmith (langchain-core, langgraph): no trace upload.
+        "LANGSMITH_TRACING": "false",
+        "LANGCHAIN_TRACING_V2": "false",
         # OpenTelemetry SDK (crewai, strands, google-adk set one up): no exporter starts.
         "OTEL_SDK_DISABLED": "true",
         # Hugging Face hub (tokenizers some libraries load): the local cache only.

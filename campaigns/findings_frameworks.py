@@ -47,6 +47,20 @@ def _no_finish_reason() -> Trace:
     return wire_trace(base, "openai-chat", "ends-without-closing-events", "the body ends after payload 2 of 4")
 
 
+def _no_arguments() -> Trace:
+    """One ``pay`` call that streams no argument bytes, in a response that completed."""
+    b = TraceBuilder(tools={"pay": ToolSpec(schema=_PAY)}).turn("t1", response="r1")
+    b.open("call_a", "pay", item="0").terminal("call_a")
+    return b.response_end("completed").build()
+
+
+def _length_runs(finding: str, library: str, surface: str, script: str, summary: str) -> Finding:
+    """A framework that runs the calls of a response cut off by a ``length`` stop."""
+    return Finding(
+        finding, library, summary, script, (_length_stop(),), {surface: frozenset({"INV-CANCEL", "INV-TERMINAL"})}
+    )
+
+
 def _shared_index() -> Trace:
     """Two whole ``pay`` calls (their own ids) on the same Chat Completions index 0."""
     b = TraceBuilder(tools={"pay": ToolSpec(schema=_PAY)}).turn("t1", response="r1")
@@ -208,5 +222,64 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
             "strands-agents:openai-chat:agent": frozenset({"INV-CANCEL", "INV-TERMINAL"}),
             "strands-agents:openai-chat:mcp:MCPClient": frozenset({"INV-CANCEL", "INV-TERMINAL"}),
         },
+    ),
+    # issue 34: smolagents, agno and langgraph
+    _length_runs(
+        "SMOL-LENGTH-RUNS",
+        "smolagents",
+        "smolagents:openai-chat:agent",
+        "smolagents_length_stop_runs_tool.py",
+        'smolagents runs the tool calls of a Chat Completions response that ended with finish_reason "length": '
+        "OpenAIServerModel.generate_stream never reads the finish reason, and the ToolCallingAgent runs every call "
+        "agglomerate_stream_deltas assembled",
+    ),
+    _collision(
+        "SMOL-INDEX-COLLISION",
+        "smolagents",
+        "smolagents:openai-chat:agent",
+        "smolagents_index_collision.py",
+        f"smolagents (agglomerate_stream_deltas, keyed by index, the id overwritten by the later call's): {_MERGED}",
+    ),
+    _length_runs(
+        "AGNO-LENGTH-RUNS",
+        "agno",
+        "agno:openai-chat:agent",
+        "agno_length_stop_runs_tool.py",
+        'Agno runs the tool calls of a Chat Completions response that ended with finish_reason "length" (OpenAIChat '
+        "builds the calls from what it accumulated; the agent's run loop never looks at the finish reason)",
+    ),
+    Finding(
+        "AGNO-EMPTY-ARGS-RUN",
+        "agno",
+        "Agno runs a tool call whose stream carried no argument bytes at all, with {} (the empty argument text is "
+        "read as no arguments), so the tool runs with its defaults rather than the call being refused",
+        "agno_empty_arguments_run.py",
+        (_no_arguments(),),
+        {"agno:openai-chat:agent": frozenset({"INV-EXACT-ARGS"})},
+    ),
+    _collision(
+        "AGNO-INDEX-COLLISION",
+        "agno",
+        "agno:openai-chat:agent",
+        "agno_index_collision.py",
+        f"Agno's OpenAIChat (parse_tool_calls, one entry per index): {_MERGED}",
+    ),
+    _length_runs(
+        "LANGGRAPH-LENGTH-RUNS",
+        "langgraph",
+        "langgraph:openai-chat:agent",
+        "langgraph_length_stop_runs_tool.py",
+        "LangGraph's prebuilt ReAct agent (create_react_agent over langchain-openai) runs the tool calls of a Chat "
+        'Completions response that ended with finish_reason "length": the ToolNode runs every tool_call of the '
+        "final AIMessage, whatever the response_metadata's finish_reason",
+    ),
+    _collision(
+        "LANGGRAPH-INDEX-COLLISION",
+        "langgraph",
+        "langgraph:openai-chat:agent",
+        "langgraph_index_collision.py",
+        "LangGraph's ReAct agent over langchain-openai: two tool calls on one Chat Completions index whose later "
+        "fragments carry no id are merged by langchain-core's chunk addition (LC-INDEX-COLLISION): one call runs "
+        "with the merged arguments, the other never runs",
     ),
 )

@@ -1,12 +1,13 @@
 """The Python agent-framework rows of the conformance matrix: frameworks that run the tools
 themselves, run as programs over the target protocol (:mod:`callsafe.targets.programs`),
 their HTTP clients reading the loopback provider. The programs are
-``callsafe.adapters.frameworks.*``; the frameworks are pinned exactly in two extras.
+``callsafe.adapters.frameworks.*``; the frameworks are pinned exactly in three extras.
 
-Why two extras and two interpreters: ``crewai`` 1.15.30 and ``llama-index-llms-openai``
+Why several extras and two interpreters: ``crewai`` 1.15.30 and ``llama-index-llms-openai``
 0.8.3 require ``openai<3``, while the project's ``sdks`` extra (and ``openai-agents``
 0.24.0) require ``openai>=3``; no single environment holds both. ``callsafe[frameworks]``
-(openai-agents, google-adk, strands-agents) installs beside ``.[dev,sdks]``; the two
+(openai-agents, google-adk, strands-agents) and ``callsafe[frameworks-more]`` (smolagents,
+agno, langgraph with langchain-openai; issue 34) install beside ``.[dev,sdks]``; the two
 ``openai<3`` frameworks are ``callsafe[frameworks-openai2]``, installed in a virtual
 environment of their own (``make venv-openai2``: ``.venv-openai2`` at the repository root,
 or the interpreter named by ``CALLSAFE_OPENAI2_PYTHON``). Their rows run that interpreter
@@ -165,4 +166,14 @@ FRAMEWORK_ROWS: Final[tuple[ProgramRow, ...]] = (
         OtherVenvRow,
     ),
     _row("strands_agent", "strands-agents", "openai-chat", "agent", ("strands", "openai"), ("openai", "httpx")),
+    _row("smolagents_agent", "smolagents", "openai-chat", "agent", ("smolagents", "openai"), ("openai", "httpx")),
+    _row(
+        "langgraph_agent",
+        "langgraph",
+        "openai-chat",
+        "agent",
+        ("langgraph.prebuilt", "langchain_openai"),
+        ("langchain-openai", "langchain-core", "openai", "httpx"),
+    ),
+    _row("agno_agent", "agno", "openai-chat", "agent", ("agno", "openai"), ("openai", "httpx")),
 )

@@ -99,13 +99,14 @@ def test_a_text_reply_runs_nothing(row: ProgramRow) -> None:
 def test_a_cancel_goes_to_the_frameworks_own_cancel_api(row: ProgramRow) -> None:
     """The user cancels while the call streams: a framework with a cancel API stops its run and
     the call never reaches the tool; one without (crewAI) declares no capability, so the
-    trace is not applicable to it, never passed."""
+    trace is not applicable to it, never passed; nor does smolagents, whose ``interrupt()`` is
+    read only when the next step starts."""
     _skip_missing(row)
     b = _builder().open("call_a", "pay", item="0").fragments("call_a", '{"amount":1')
     b.cancel("t1").fragments("call_a", "00}").terminal("call_a")
     trace = b.response_end("completed").build()
     checked = check_trace(f"library:{row.name}", trace, TRACE_TIMEOUT)
-    if row.library == "crewai":
+    if row.library in {"crewai", "smolagents"}:
         assert checked.missing == ("cancellation",), checked.missing
         return
     assert not checked.missing, checked.note

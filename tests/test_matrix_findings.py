@@ -28,6 +28,9 @@ PREFIX = {
     "strands-agents": "strands_",
     "google-adk": "google_adk_",
     "llama-index-core": "llama_index_",
+    "smolagents": "smolagents_",
+    "agno": "agno_",
+    "langgraph": "langgraph_",
 }
 
 

@@ -1040,6 +1040,9 @@ _LIBRARY_OF_SCRIPT = {
     "langchain": "langchain-core",
     "pydantic": "pydantic-ai-slim",
     "litellm": "litellm",
+    "smolagents": "smolagents",
+    "agno": "agno",
+    "langgraph": "langgraph",
 }
 _MODULE_OF = {
     "openai-agents": "agents",
@@ -1052,6 +1055,9 @@ _MODULE_OF = {
     "langchain-core": "langchain_core",
     "pydantic-ai-slim": "pydantic_ai",
     "litellm": "litellm",
+    "smolagents": "smolagents",
+    "agno": "agno",
+    "langgraph": "langgraph.prebuilt",
 }
 
 
