@@ -92,6 +92,7 @@ from callsafe.model.vocabulary import (
 from callsafe.providers import registry
 from callsafe.providers.adversities import WireTrace
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable, ProviderError
+from callsafe.providers.bedrock_converse import response_name
 from callsafe.providers.streams import as_servers_send
 
 __all__ = [
@@ -107,6 +108,7 @@ __all__ = [
     "reconnects",
     "relabel",
     "response_deferred_liveness",
+    "unnamed_response",
 ]
 
 ABSTRACT: Final = "abstract"
@@ -148,6 +150,7 @@ def relabel(trace: Trace, protocol: str) -> Trace:
     in the response is numbered in order of first appearance. Items are names to the model,
     so the verdicts are the same up to the renaming."""
     call_rule, text_rule = _ITEMS.get(protocol, ("keep", "keep"))
+    trace = _name_responses(trace, protocol)
     if call_rule == "keep" and text_rule == "keep":
         return trace
     calls: dict[tuple[str, str], list[str]] = {}  # (turn, response) -> call items in order
@@ -185,6 +188,50 @@ def relabel(trace: Trace, protocol: str) -> Trace:
 
     events = tuple(item_of(e) for e in trace.events)
     return dataclasses.replace(trace, events=events)
+
+
+# Protocols whose wire names no response: a target names the n-th stream of a turn (the
+# provider module's ``response_name``), and the trace's responses are named so before it runs.
+_UNNAMED_RESPONSES: Final[dict[str, Callable[[str, int], str]]] = {"bedrock-converse": response_name}
+_STREAMED: Final = (CallOpened, Fragment, CallTerminal, TextFragment, ResponseTerminal)
+
+
+def unnamed_response(protocol: str) -> Callable[[str, int], str] | None:
+    """How a target names the ``n``-th response of a turn where ``protocol``'s wire names
+    none (``(turn, n) -> id``), or ``None`` where the wire names each response."""
+    return _UNNAMED_RESPONSES.get(protocol)
+
+
+def _name_responses(trace: Trace, protocol: str) -> Trace:
+    """For a protocol whose wire names no response (Bedrock): each turn's responses named
+    in order of their first wire event, as the target numbers the streams it reads for the
+    turn (one stream per response: :func:`prepare` never reopens one of these). A response
+    that never streams (only disconnected or quarantined) keeps its name, which matches no
+    stream. Response ids are names to the model, so this changes no verdict."""
+    name = _UNNAMED_RESPONSES.get(protocol)
+    if name is None:
+        return trace
+    mapping: dict[tuple[str, str], str] = {}
+    counts: dict[str, int] = {}
+    for event in trace.events:
+        if isinstance(event, _STREAMED) and (event.turn, event.response) not in mapping:
+            nth = counts.get(event.turn, 0)
+            counts[event.turn] = nth + 1
+            mapping[(event.turn, event.response)] = name(event.turn, nth)
+    taken = set(mapping.values())
+    if all(new == response for (_, response), new in mapping.items()):
+        return trace
+
+    def renamed(event: Event) -> Event:
+        turn, response = getattr(event, "turn", None), getattr(event, "response", None)
+        if not isinstance(turn, str) or not isinstance(response, str):
+            return event
+        new = mapping.get((turn, response))
+        if new is None and response in taken:
+            new = f"{response}~"  # a name the renaming gave another response: kept apart
+        return event if new is None or new == response else dataclasses.replace(event, response=new)
+
+    return dataclasses.replace(trace, events=tuple(renamed(e) for e in trace.events))
 
 
 def _note(seen: dict[tuple[str, str], list[str]], where: tuple[str, str], item: str) -> None:
@@ -412,7 +459,7 @@ def plan_recorded(trace: WireTrace, parser: Callable[[str, str], Any] | None = N
     :mod:`callsafe.providers.readings`, for a trace whose events are that reading's)."""
     events = trace.delivered()
     make = parser or registry.get(trace.protocol).new_parser
-    reader = make(_turn_of(events), "r1")
+    reader = make(_turn_of(events), _response_of(events))
     deliveries: list[WireDelivery] = []
     read: list[Event] = []
     pending: list[Mapping[str, Any]] = []
@@ -450,6 +497,13 @@ def _turn_of(events: Sequence[Event]) -> str:
     return next((e.turn for e in events if isinstance(e, TurnStarted)), "")
 
 
+def _response_of(events: Sequence[Event]) -> str:
+    """The response the wire events name first: what a wire that names none was read as
+    (``r1`` by :func:`callsafe.providers.adversities.read_back`, or the name
+    :func:`_name_responses` gave it)."""
+    return next((e.response for e in events if isinstance(e, _STREAMED)), "r1")
+
+
 def prepare(trace: Trace, protocol: str, reconnect: bool = False) -> tuple[Trace, WirePlan]:
     """The trace as it runs against a ``protocol`` target (relabelled) and its wire plan;
     ``reconnect`` for a target that reconnects (:func:`reconnects`). Raises
@@ -457,9 +511,12 @@ def prepare(trace: Trace, protocol: str, reconnect: bool = False) -> tuple[Trace
     if isinstance(trace, WireTrace):
         if trace.protocol != protocol:
             raise NotRepresentable(f"a {trace.protocol} stream; this target reads {protocol}")
-        return trace, plan_recorded(trace)
+        named = _name_responses(trace, protocol)  # the payloads name no response: only the events change
+        return named, plan_recorded(named)
     relabelled = relabel(trace, protocol)
-    return relabelled, plan_wire(protocol, relabelled.delivered(), reconnect)
+    # a response the wire does not name cannot be continued by a second request: no reopening
+    reopen = reconnect and protocol not in _UNNAMED_RESPONSES
+    return relabelled, plan_wire(protocol, relabelled.delivered(), reopen)
 
 
 def response_deferred_liveness(trace: Trace) -> Callable[[Any], bool]:

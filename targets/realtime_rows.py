@@ -4,9 +4,11 @@ wire mode like every program row (:mod:`callsafe.targets.programs`), judged at t
 
 Why this row: the ``openai`` SDK's realtime client (``client.realtime.connect``) is the
 realtime client installed here; the program does what OpenAI's Realtime guide has a client
-do with function calling (:mod:`callsafe.adapters.openai_realtime_example`). Not rows,
-because not installed: google-genai's Live API client over a WebSocket the loopback does not
-serve yet, LiveKit Agents, Pipecat.
+do with function calling (:mod:`callsafe.adapters.openai_realtime_example`). The OpenAI
+Agents SDK's realtime agents (``agents.realtime``, ``openai-agents``) run their own function
+tools over the same WebSocket
+(:mod:`callsafe.adapters.frameworks.openai_agents_realtime`). Not rows, because not
+installed: LiveKit Agents, Pipecat.
 """
 
 from __future__ import annotations
@@ -28,5 +30,16 @@ REALTIME_ROWS: Final[tuple[ProgramRow, ...]] = (
         needs=("openai", "websockets"),
         options={"walks": 10, "depth": 2},
         dependencies=("websockets",),
+    ),
+    ProgramRow(
+        name="openai-agents:openai-realtime:realtime-agent",
+        library="openai-agents",
+        ecosystem="python",
+        protocol="openai-realtime",
+        surface="realtime-agent",
+        argv=("{python}", "-m", "callsafe.adapters.frameworks.openai_agents_realtime"),
+        needs=("agents.realtime", "websockets"),
+        options={"walks": 10, "depth": 2},
+        dependencies=("openai", "websockets"),
     ),
 )
