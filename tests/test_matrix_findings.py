@@ -28,6 +28,7 @@ PREFIX = {
     "strands-agents": "strands_",
     "google-adk": "google_adk_",
     "llama-index-core": "llama_index_",
+    "boto3": "boto3_",
 }
 
 

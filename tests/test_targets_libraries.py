@@ -1040,6 +1040,7 @@ _LIBRARY_OF_SCRIPT = {
     "langchain": "langchain-core",
     "pydantic": "pydantic-ai-slim",
     "litellm": "litellm",
+    "boto3": "boto3",
 }
 _MODULE_OF = {
     "openai-agents": "agents",
@@ -1052,6 +1053,7 @@ _MODULE_OF = {
     "langchain-core": "langchain_core",
     "pydantic-ai-slim": "pydantic_ai",
     "litellm": "litellm",
+    "boto3": "boto3",
 }
 
 

@@ -8,9 +8,11 @@ pointed at the loopback provider's Realtime endpoint (``ws://127.0.0.1:PORT/.../
 and, as the SDK's docs show, ``session.send_message(...)`` then ``async for event in
 session``. The SDK's model (``OpenAIRealtimeWebSocketModel``, over ``websockets``) reads the
 server events and emits a tool call for each ``function_call`` output item whose status is
-``completed``; the session runs the tool, whose body hands what it got to callsafe's
-executor. The program leaves the session once the response is done and every tool it
-started has ended.
+``completed``; the session runs the tool, whose body parses the arguments as
+``@function_tool`` does and checks them against the tool's JSON Schema (``jsonschema``: a
+``@function_tool`` checks them against the pydantic model of its signature; the catalog's
+tools are JSON Schemas), then hands them to callsafe's executor. The program leaves the
+session once the response is done and every tool it started has ended.
 
 Call keys: the response id (``response.created``) and each call's item are read from the
 server events the session forwards (``raw_model_event``, :meth:`WireIds.read_event`); the
@@ -24,11 +26,13 @@ call; traces with application cancels are not applicable.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
+import jsonschema
 from agents import FunctionTool
+from agents.exceptions import ModelBehaviorError
 from agents.realtime import RealtimeAgent, RealtimeRunner
+from agents.tool import _parse_function_tool_json_input
 from agents.tool_context import ToolContext
 
 from callsafe.adapters.frameworks._program import FrameworkProgram, main
@@ -45,9 +49,15 @@ class OpenAIAgentsRealtimeProgram(FrameworkProgram):
     capabilities: frozenset[str] = frozenset()
 
     def _tool(self, name: str, schema: dict[str, Any]) -> FunctionTool:
-        async def invoke(context: ToolContext[Any], arguments: str) -> str:
-            parsed = json.loads(arguments)  # a ValueError: the SDK reports the tool's error, nothing runs
-            return self.execute(name, parsed, context.tool_call_id)
+        checker = jsonschema.validators.validator_for(schema)(schema)
+        async def invoke(context: ToolContext[Any], raw: str) -> str:
+            try:  # what @function_tool does with the model's argument text
+                arguments = _parse_function_tool_json_input(tool_name=name, input_json=raw)
+            except ModelBehaviorError as exc:
+                return f"error: {exc}"
+            if not checker.is_valid(arguments):  # what @function_tool's pydantic model does for its signature
+                return f"error: the arguments of {name} do not match its parameters"
+            return self.execute(name, arguments, context.tool_call_id)
 
         return FunctionTool(name, name, schema, invoke, strict_json_schema=False)
 
