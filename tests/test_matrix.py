@@ -21,6 +21,7 @@ from callsafe.campaigns.matrix import (
     default_rows,
     matrix_json,
     matrix_markdown,
+    merge_summary,
     run_matrix,
     stable_view,
     write_matrix,
@@ -136,3 +137,28 @@ def test_the_command_writes_the_three_files(tmp_path: Path) -> None:
     assert "conformance matrix" in result.output
     bad = CliRunner().invoke(group, ["matrix", "--report", str(out), "--only", "no-such-row"])
     assert bad.exit_code == 2 and "no row matches" in bad.output
+
+
+def _summary_of(specs: list[str], measured_on: str, seconds: float, walks: int = 10) -> dict[str, object]:
+    rows = [{"spec": s, "library": s, "ecosystem": "python", "title": s, "available": True, "cells": {}} for s in specs]
+    options = {"seed": 0, "depth": 3, "walks": walks}
+    return {
+        "measured_on": measured_on,
+        "options": options,
+        "versions": {measured_on: "1"},
+        "seconds": seconds,
+        "rows": rows,
+    }
+
+
+def test_a_partial_run_is_merged_in_todays_order_and_said_on_the_page() -> None:
+    recorded = _summary_of(["a", "c", "d"], "2026-12-01", 600.0)
+    later = _summary_of(["b", "c"], "2026-12-03", 30.0)
+    merged = merge_summary(recorded, later, ["a", "b", "c", "d"])
+    assert [r["spec"] for r in merged["rows"]] == ["a", "b", "c", "d"]
+    assert merged["versions"] == {"2026-12-01": "1", "2026-12-03": "1"}
+    assert merged["rows_in_run"] == 3 and merged["merged"] == [
+        {"measured_on": "2026-12-03", "rows": ["b", "c"], "seconds": 30.0}
+    ]
+    with pytest.raises(ValueError, match="options"):
+        merge_summary(recorded, _summary_of(["b"], "2026-12-03", 1.0, walks=200), ["a", "b"])

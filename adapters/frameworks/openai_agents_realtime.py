@@ -50,6 +50,7 @@ class OpenAIAgentsRealtimeProgram(FrameworkProgram):
 
     def _tool(self, name: str, schema: dict[str, Any]) -> FunctionTool:
         checker = jsonschema.validators.validator_for(schema)(schema)
+
         async def invoke(context: ToolContext[Any], raw: str) -> str:
             try:  # what @function_tool does with the model's argument text
                 arguments = _parse_function_tool_json_input(tool_name=name, input_json=raw)

@@ -23,6 +23,7 @@ Cancellation: ``Agent.cancel()``, Strands' thread-safe cancel of the running inv
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import AsyncIterator
 from typing import Any
@@ -40,6 +41,12 @@ from callsafe.model.vocabulary import TurnStarted
 from callsafe.providers.bedrock_converse import response_name
 
 MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+
+
+@functools.cache
+def _session() -> boto3.Session:
+    """One session per process: its loader reads botocore's service model once, not per stream."""
+    return boto3.Session(aws_access_key_id="callsafe", aws_secret_access_key="loopback", region_name="us-east-1")
 
 
 class WatchedBedrockModel(BedrockModel):
@@ -81,10 +88,9 @@ class StrandsBedrockProgram(FrameworkProgram):
         nth = self._streams.get(turn.turn, 0)
         self._streams[turn.turn] = nth + 1
         self.ids.response = response_name(turn.turn, nth)
-        session = boto3.Session(aws_access_key_id="callsafe", aws_secret_access_key="loopback", region_name="us-east-1")
         model = WatchedBedrockModel(
             model_id=MODEL_ID,
-            boto_session=session,
+            boto_session=_session(),
             endpoint_url=base_url,
             boto_client_config=Config(retries={"total_max_attempts": 1}, connect_timeout=10, read_timeout=30),
         )
