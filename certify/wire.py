@@ -75,7 +75,7 @@ import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar, cast
 
 from callsafe.model.vocabulary import (
     CallOpened,
@@ -192,6 +192,7 @@ def relabel(trace: Trace, protocol: str) -> Trace:
 
 # Protocols whose wire names no response: a target names the n-th stream of a turn (the
 # provider module's ``response_name``), and the trace's responses are named so before it runs.
+_T = TypeVar("_T", bound=Trace)
 _UNNAMED_RESPONSES: Final[dict[str, Callable[[str, int], str]]] = {"bedrock-converse": response_name}
 _STREAMED: Final = (CallOpened, Fragment, CallTerminal, TextFragment, ResponseTerminal)
 
@@ -202,7 +203,7 @@ def unnamed_response(protocol: str) -> Callable[[str, int], str] | None:
     return _UNNAMED_RESPONSES.get(protocol)
 
 
-def _name_responses(trace: Trace, protocol: str) -> Trace:
+def _name_responses(trace: _T, protocol: str) -> _T:
     """For a protocol whose wire names no response (Bedrock): each turn's responses named
     in order of their first wire event, as the target numbers the streams it reads for the
     turn (one stream per response: :func:`prepare` never reopens one of these). A response
@@ -229,7 +230,9 @@ def _name_responses(trace: Trace, protocol: str) -> Trace:
         new = mapping.get((turn, response))
         if new is None and response in taken:
             new = f"{response}~"  # a name the renaming gave another response: kept apart
-        return event if new is None or new == response else dataclasses.replace(event, response=new)
+        if new is None or new == response:
+            return event
+        return cast(Event, dataclasses.replace(cast(Any, event), response=new))
 
     return dataclasses.replace(trace, events=tuple(renamed(e) for e in trace.events))
 

@@ -108,12 +108,12 @@ class WireIds:
             if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 self._note(str(p.get("index", "")), block["id"])
         elif self.protocol == "openai-realtime":  # the Realtime API's server events (WebSocket messages)
-            response = p.get("response")
-            if p.get("type") == "response.created" and isinstance(response, dict):
-                self.response = str(response.get("id", ""))
-            item = p.get("item")
-            if isinstance(item, dict) and isinstance(item.get("call_id"), str):
-                self._note(str(item.get("id", "")), item["call_id"])
+            created = p.get("response")
+            if p.get("type") == "response.created" and isinstance(created, dict):
+                self.response = str(created.get("id", ""))
+            added = p.get("item")
+            if isinstance(added, dict) and isinstance(added.get("call_id"), str):
+                self._note(str(added.get("id", "")), added["call_id"])
         elif self.protocol == "bedrock-converse":  # decoded events (the wire is binary: read_event)
             start = p.get("contentBlockStart")
             tool = (start.get("start") or {}).get("toolUse") if isinstance(start, dict) else None

@@ -13,12 +13,12 @@ WIRE = [
 SCHEMA = {"type": "object", "required": ["amount"], "properties": {"amount": {"type": "integer"}}}  # the tool's
 
 
-async def main() -> list:
-    async def chunks():  # what BedrockModel.stream yields: botocore's decoded events, as they are
+async def main() -> list:  # type: ignore[type-arg]
+    async def chunks():  # type: ignore[no-untyped-def]  # what BedrockModel.stream yields: botocore's decoded events, as they are
         for chunk in WIRE:
             yield chunk
 
-    stops = [e async for e in process_stream(chunks()) if "stop" in e]
+    stops = [e async for e in process_stream(chunks()) if "stop" in e]  # type: ignore[no-untyped-call]
     return [block["toolUse"] for block in stops[-1]["stop"][1]["content"] if "toolUse" in block]
 
 
