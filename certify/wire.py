@@ -232,6 +232,9 @@ def _name_responses(trace: _T, protocol: str) -> _T:
             new = f"{response}~"  # a name the renaming gave another response: kept apart
         if new is None or new == response:
             return event
+        if isinstance(event, CallTerminal) and event.event_id.startswith(f"{response}/"):
+            # a terminal's id a parser made from the response's name (a recorded stream's): renamed with it
+            return dataclasses.replace(event, response=new, event_id=new + event.event_id[len(response) :])
         return cast(Event, dataclasses.replace(cast(Any, event), response=new))
 
     return dataclasses.replace(trace, events=tuple(renamed(e) for e in trace.events))
