@@ -925,7 +925,8 @@ def merge_summary(recorded: Mapping[str, Any], run: Mapping[str, Any], order: Se
     rows.update(fresh)
     ranked = {spec: n for n, spec in enumerate(order)}
     later = {"measured_on": run["measured_on"], "rows": list(fresh), "seconds": run["seconds"]}
-    merged = [*recorded.get("merged", []), later]
+    earlier = [{**m, "rows": [r for r in m["rows"] if r not in fresh]} for m in recorded.get("merged", [])]
+    merged = [*(m for m in earlier if m["rows"]), later]  # a row is listed under its latest run only
     return {
         **recorded,
         "rows_in_run": recorded.get("rows_in_run", len(recorded["rows"])),

@@ -160,5 +160,7 @@ def test_a_partial_run_is_merged_in_todays_order_and_said_on_the_page() -> None:
     assert merged["rows_in_run"] == 3 and merged["merged"] == [
         {"measured_on": "2026-12-03", "rows": ["b", "c"], "seconds": 30.0}
     ]
+    again = merge_summary(merged, _summary_of(["c"], "2026-12-04", 5.0), ["a", "b", "c", "d"])
+    assert [(m["measured_on"], m["rows"]) for m in again["merged"]] == [("2026-12-03", ["b"]), ("2026-12-04", ["c"])]
     with pytest.raises(ValueError, match="options"):
         merge_summary(recorded, _summary_of(["b"], "2026-12-03", 1.0, walks=200), ["a", "b"])
