@@ -92,7 +92,7 @@ from callsafe.model.vocabulary import (
 from callsafe.providers import registry
 from callsafe.providers.adversities import WireTrace
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable, ProviderError
-from callsafe.providers.bedrock_converse import response_name
+from callsafe.providers.registry import unnamed_response
 from callsafe.providers.streams import as_servers_send
 
 __all__ = [
@@ -108,7 +108,6 @@ __all__ = [
     "reconnects",
     "relabel",
     "response_deferred_liveness",
-    "unnamed_response",
 ]
 
 ABSTRACT: Final = "abstract"
@@ -190,17 +189,10 @@ def relabel(trace: Trace, protocol: str) -> Trace:
     return dataclasses.replace(trace, events=events)
 
 
-# Protocols whose wire names no response: a target names the n-th stream of a turn (the
-# provider module's ``response_name``), and the trace's responses are named so before it runs.
+# Where a protocol's wire names no response (providers.registry.unnamed_response), a target
+# names the n-th stream of a turn, and the trace's responses are named so before it runs.
 _T = TypeVar("_T", bound=Trace)
-_UNNAMED_RESPONSES: Final[dict[str, Callable[[str, int], str]]] = {"bedrock-converse": response_name}
 _STREAMED: Final = (CallOpened, Fragment, CallTerminal, TextFragment, ResponseTerminal)
-
-
-def unnamed_response(protocol: str) -> Callable[[str, int], str] | None:
-    """How a target names the ``n``-th response of a turn where ``protocol``'s wire names
-    none (``(turn, n) -> id``), or ``None`` where the wire names each response."""
-    return _UNNAMED_RESPONSES.get(protocol)
 
 
 def _name_responses(trace: _T, protocol: str) -> _T:
@@ -209,7 +201,7 @@ def _name_responses(trace: _T, protocol: str) -> _T:
     turn (one stream per response: :func:`prepare` never reopens one of these). A response
     that never streams (only disconnected or quarantined) keeps its name, which matches no
     stream. Response ids are names to the model, so this changes no verdict."""
-    name = _UNNAMED_RESPONSES.get(protocol)
+    name = unnamed_response(protocol)
     if name is None:
         return trace
     mapping: dict[tuple[str, str], str] = {}
@@ -521,7 +513,7 @@ def prepare(trace: Trace, protocol: str, reconnect: bool = False) -> tuple[Trace
         return named, plan_recorded(named)
     relabelled = relabel(trace, protocol)
     # a response the wire does not name cannot be continued by a second request: no reopening
-    reopen = reconnect and protocol not in _UNNAMED_RESPONSES
+    reopen = reconnect and unnamed_response(protocol) is None
     return relabelled, plan_wire(protocol, relabelled.delivered(), reopen)
 
 

@@ -127,7 +127,7 @@ class GuardTarget:
         """The response's id where the wire names none (Bedrock): the application numbers
         the streams of each turn (:func:`callsafe.providers.bedrock_converse.response_name`),
         across restarts, as its conversation history does."""
-        from callsafe.certify.wire import unnamed_response
+        from callsafe.providers.registry import unnamed_response
 
         name = unnamed_response(self.protocol)
         if name is None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from callsafe.certify.wire import unnamed_response
 from callsafe.contract.target import CAPABILITIES, TargetEnv
 from callsafe.model.vocabulary import CallKey, Disconnect, Event, TurnStarted
 from callsafe.providers import registry
 from callsafe.providers.base import Parser, ProviderError
+from callsafe.providers.registry import unnamed_response
 from callsafe.targets.reference import ReferenceTarget
 
 
