@@ -635,10 +635,11 @@ def _all_findings() -> tuple[Finding, ...]:
     """The Python libraries' findings (here), then the agent frameworks' and the TypeScript
     libraries' (kept in modules of their own, :mod:`callsafe.campaigns.findings_frameworks`
     and :mod:`callsafe.campaigns.findings_node`)."""
+    from callsafe.campaigns.findings_bedrock import BEDROCK_FINDINGS
     from callsafe.campaigns.findings_frameworks import FRAMEWORK_FINDINGS
     from callsafe.campaigns.findings_node import NODE_FINDINGS
 
-    found = (*PYTHON_LIBRARY_FINDINGS, *FRAMEWORK_FINDINGS, *NODE_FINDINGS)
+    found = (*PYTHON_LIBRARY_FINDINGS, *FRAMEWORK_FINDINGS, *BEDROCK_FINDINGS, *NODE_FINDINGS)
     ids = [f.id for f in found]
     duplicated = sorted({i for i in ids if ids.count(i) > 1})
     if duplicated:

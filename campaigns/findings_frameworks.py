@@ -127,6 +127,7 @@ FRAMEWORK_FINDINGS: Final[tuple[Finding, ...]] = (
         {
             "strands-agents:openai-chat:agent": frozenset({"INV-TERMINAL"}),
             "strands-agents:openai-chat:mcp:MCPClient": frozenset({"INV-TERMINAL"}),
+            "strands-agents:bedrock-converse:agent": frozenset({"INV-TERMINAL"}),
         },
         issue="strands-agents/harness-sdk#2051",
     ),

@@ -84,6 +84,7 @@ __all__ = [
     "matrix_json",
     "matrix_markdown",
     "matrix_summary",
+    "merge_summary",
     "readme_table",
     "replace_readme_table",
     "run_matrix",
@@ -135,7 +136,13 @@ class RowSpec:
 REFERENCE_ROW: Final = RowSpec("reference:memory", "callsafe", ABSTRACT, "reference implementation (memory store)")
 # callsafe.guard, the reference as a library, over each protocol an agent's SDK speaks:
 # certified through the same wire path (and the same wire adversities) as the libraries.
-GUARD_PROTOCOLS: Final = ("openai-chat", "openai-responses", "anthropic-messages")
+GUARD_PROTOCOLS: Final = (
+    "openai-chat",
+    "openai-responses",
+    "anthropic-messages",
+    "bedrock-converse",
+    "openai-realtime",
+)
 GUARD_ROWS: Final = tuple(
     RowSpec(f"guard:memory:{protocol}", "callsafe", protocol, "callsafe.guard (memory store)")
     for protocol in GUARD_PROTOCOLS
@@ -904,6 +911,31 @@ def matrix_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def merge_summary(recorded: Mapping[str, Any], run: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:
+    """``recorded`` (the committed summary) with the rows of a later, partial ``run`` (a
+    ``--only`` run's summary) put in: a row measured again replaces its old self, a new row
+    goes where ``order`` (today's row specs) puts it, and the versions the run judged are
+    added. The run is recorded under ``merged`` (when, which rows, how long), and the page
+    says so. Refused (``ValueError``) when the run's options differ from the recorded ones:
+    the rows of one table are measured alike."""
+    if run["options"] != recorded["options"]:
+        raise ValueError(f"the run's options {run['options']} are not the recorded {recorded['options']}")
+    fresh = {r["spec"]: r for r in run["rows"]}
+    rows = {r["spec"]: r for r in recorded["rows"]}
+    rows.update(fresh)
+    ranked = {spec: n for n, spec in enumerate(order)}
+    later = {"measured_on": run["measured_on"], "rows": list(fresh), "seconds": run["seconds"]}
+    earlier = [{**m, "rows": [r for r in m["rows"] if r not in fresh]} for m in recorded.get("merged", [])]
+    merged = [*(m for m in earlier if m["rows"]), later]  # a row is listed under its latest run only
+    return {
+        **recorded,
+        "rows_in_run": recorded.get("rows_in_run", len(recorded["rows"])),
+        "versions": dict(sorted({**recorded["versions"], **run["versions"]}.items())),
+        "rows": sorted(rows.values(), key=lambda r: ranked.get(r["spec"], len(ranked))),
+        "merged": merged,
+    }
+
+
 def _summary_title(r: Mapping[str, Any]) -> str:
     return _title(r["library"], r.get("version"), r["protocol"], r["surface"], r.get("options", {}).items())
 
@@ -915,13 +947,20 @@ def readme_table(summary: Mapping[str, Any]) -> str:
     opts = summary["options"]
     budget = "none" if opts.get("budget_seconds") is None else f"{opts['budget_seconds']:g} s per row"
     node = f", Node.js {summary['node']}" if summary.get("node") else ""
+    measured = summary.get("rows_in_run", len(summary["rows"]))  # after a merge: the first run's rows
     lines = [
         f"Measured on {summary['measured_on']} (`callsafe matrix --readme docs/matrix.md`): callsafe "
         f"{summary['callsafe_version']}, Python {summary['python']}{node}; seed {opts['seed']}, exhaustive depth "
-        f"{opts['depth']}, {opts['walks']} random walks, budget {budget}; {len(summary['rows'])} rows in "
+        f"{opts['depth']}, {opts['walks']} random walks, budget {budget}; {measured} rows in "
         f"{summary['seconds']:.0f} s. Versions: {versions}.",
         "",
     ]
+    for later in summary.get("merged", []):
+        lines[-1:-1] = [
+            "",
+            f"Measured on {later['measured_on']} in a later run (`callsafe matrix --only ... --readme docs/matrix.md "
+            f"--merge`, the same options) and merged in: {', '.join(later['rows'])} ({later['seconds']:.0f} s).",
+        ]
     ids = [inv.id for inv in INVARIANTS]
     lines += ["| library · protocol · surface | " + " | ".join(_SHORT_IDS[i] for i in ids) + " |"]
     lines += ["|" + "---|" * (len(ids) + 1)]

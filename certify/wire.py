@@ -76,7 +76,7 @@ import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar, cast
 
 from callsafe.model.system import ParseFailure, strict_parse
 from callsafe.model.vocabulary import (
@@ -99,6 +99,7 @@ from callsafe.model.vocabulary import (
 from callsafe.providers import registry
 from callsafe.providers.adversities import WireTrace
 from callsafe.providers.base import WIRE_EVENTS, NotRepresentable, ProviderError, canonical_json
+from callsafe.providers.registry import unnamed_response
 from callsafe.providers.streams import as_servers_send
 
 __all__ = [
@@ -158,6 +159,7 @@ def relabel(trace: Trace, protocol: str) -> Trace:
     in the response is numbered in order of first appearance. Items are names to the model,
     so the verdicts are the same up to the renaming."""
     call_rule, text_rule = _ITEMS.get(protocol, ("keep", "keep"))
+    trace = _name_responses(trace, protocol)
     if call_rule == "keep" and text_rule == "keep":
         return trace
     calls: dict[tuple[str, str], list[str]] = {}  # (turn, response) -> call items in order
@@ -195,6 +197,49 @@ def relabel(trace: Trace, protocol: str) -> Trace:
 
     events = tuple(item_of(e) for e in trace.events)
     return dataclasses.replace(trace, events=events)
+
+
+# Where a protocol's wire names no response (providers.registry.unnamed_response), a target
+# names the n-th stream of a turn, and the trace's responses are named so before it runs.
+_T = TypeVar("_T", bound=Trace)
+_STREAMED: Final = (CallOpened, Fragment, CallTerminal, TextFragment, ResponseTerminal)
+
+
+def _name_responses(trace: _T, protocol: str) -> _T:
+    """For a protocol whose wire names no response (Bedrock): each turn's responses named
+    in order of their first wire event, as the target numbers the streams it reads for the
+    turn (one stream per response: :func:`prepare` never reopens one of these). A response
+    that never streams (only disconnected or quarantined) keeps its name, which matches no
+    stream. Response ids are names to the model, so this changes no verdict."""
+    name = unnamed_response(protocol)
+    if name is None:
+        return trace
+    mapping: dict[tuple[str, str], str] = {}
+    counts: dict[str, int] = {}
+    for event in trace.events:
+        if isinstance(event, _STREAMED) and (event.turn, event.response) not in mapping:
+            nth = counts.get(event.turn, 0)
+            counts[event.turn] = nth + 1
+            mapping[(event.turn, event.response)] = name(event.turn, nth)
+    taken = set(mapping.values())
+    if all(new == response for (_, response), new in mapping.items()):
+        return trace
+
+    def renamed(event: Event) -> Event:
+        turn, response = getattr(event, "turn", None), getattr(event, "response", None)
+        if not isinstance(turn, str) or not isinstance(response, str):
+            return event
+        new = mapping.get((turn, response))
+        if new is None and response in taken:
+            new = f"{response}~"  # a name the renaming gave another response: kept apart
+        if new is None or new == response:
+            return event
+        if isinstance(event, CallTerminal) and event.event_id.startswith(f"{response}/"):
+            # a terminal's id a parser made from the response's name (a recorded stream's): renamed with it
+            return dataclasses.replace(event, response=new, event_id=new + event.event_id[len(response) :])
+        return cast(Event, dataclasses.replace(cast(Any, event), response=new))
+
+    return dataclasses.replace(trace, events=tuple(renamed(e) for e in trace.events))
 
 
 def _note(seen: dict[tuple[str, str], list[str]], where: tuple[str, str], item: str) -> None:
@@ -422,7 +467,7 @@ def plan_recorded(trace: WireTrace, parser: Callable[[str, str], Any] | None = N
     :mod:`callsafe.providers.readings`, for a trace whose events are that reading's)."""
     events = trace.delivered()
     make = parser or registry.get(trace.protocol).new_parser
-    reader = make(_turn_of(events), "r1")
+    reader = make(_turn_of(events), _response_of(events))
     deliveries: list[WireDelivery] = []
     read: list[Event] = []
     pending: list[Mapping[str, Any]] = []
@@ -460,6 +505,13 @@ def _turn_of(events: Sequence[Event]) -> str:
     return next((e.turn for e in events if isinstance(e, TurnStarted)), "")
 
 
+def _response_of(events: Sequence[Event]) -> str:
+    """The response the wire events name first: what a wire that names none was read as
+    (``r1`` by :func:`callsafe.providers.adversities.read_back`, or the name
+    :func:`_name_responses` gave it)."""
+    return next((e.response for e in events if isinstance(e, _STREAMED)), "r1")
+
+
 def prepare(trace: Trace, protocol: str, reconnect: bool = False) -> tuple[Trace, WirePlan]:
     """The trace as it runs against a ``protocol`` target (relabelled) and its wire plan;
     ``reconnect`` for a target that reconnects (:func:`reconnects`). Raises
@@ -467,14 +519,17 @@ def prepare(trace: Trace, protocol: str, reconnect: bool = False) -> tuple[Trace
     if isinstance(trace, WireTrace):
         if trace.protocol != protocol:
             raise NotRepresentable(f"a {trace.protocol} stream; this target reads {protocol}")
-        return trace, plan_recorded(trace)
+        named = _name_responses(trace, protocol)  # the payloads name no response: only the events change
+        return named, plan_recorded(named)
     if registry.get(protocol).whole_calls:  # first: the calls then open in the order they are numbered
         trace = whole_calls(trace, protocol)
     relabelled = relabel(trace, protocol)
     delivered = relabelled.delivered()
     if not registry.get(protocol).names_responses and any(isinstance(e, QuarantineResponse) for e in delivered):
         raise NotRepresentable(f"{protocol} names no response on the wire: a quarantine by response id reaches nothing")
-    return relabelled, plan_wire(protocol, delivered, reconnect)
+    # a response the wire does not name cannot be continued by a second request: no reopening
+    reopen = reconnect and unnamed_response(protocol) is None
+    return relabelled, plan_wire(protocol, delivered, reopen)
 
 
 def whole_calls(trace: Trace, protocol: str) -> Trace:

@@ -101,7 +101,14 @@ _COLUMN = {
     "from the run, and write the run's summary to matrix-summary.json beside it (the test that keeps them "
     "equal reads both).",
 )
+@click.option(
+    "--merge",
+    is_flag=True,
+    help="With --readme: put this run's rows (an --only run) into the recorded matrix-summary.json and page "
+    "rather than replacing them (same options required; the page says which rows a later run measured).",
+)
 def matrix_cmd(
+    merge: bool,
     readme: Path | None,
     report_dir: Path,
     budget: float | None,
@@ -157,8 +164,10 @@ def matrix_cmd(
 
     matrix = run_matrix(options, rows, progress)
     files = write_matrix(matrix, report_dir)
+    if merge and readme is None:
+        raise click.BadParameter("--merge needs --readme", param_hint="--merge")
     if readme is not None:
-        _write_readme(readme, matrix)
+        _write_readme(readme, matrix, merge)
 
     ids = list(matrix.rows[0].cells) if matrix.rows else []
     table = Table(title=f"callsafe conformance matrix (seed {seed})", box=None, pad_edge=False)
@@ -190,19 +199,33 @@ def matrix_cmd(
         sys.exit(1)
 
 
-def _write_readme(readme: Path, matrix: Matrix) -> None:
-    """The page's table (``docs/matrix.md``) and ``matrix-summary.json`` beside it from this run."""
+def _write_readme(readme: Path, matrix: Matrix, merge: bool = False) -> None:
+    """The page's table (``docs/matrix.md``) and ``matrix-summary.json`` beside it from this run
+    (``merge``: this run's rows put into the recorded summary)."""
     import json
 
-    from callsafe.campaigns.matrix import matrix_json, matrix_summary, readme_table, replace_readme_table
+    from callsafe.campaigns.matrix import (
+        default_rows,
+        matrix_json,
+        matrix_summary,
+        merge_summary,
+        readme_table,
+        replace_readme_table,
+    )
 
     summary = matrix_summary(matrix_json(matrix))
+    target = readme.parent / "matrix-summary.json"
+    if merge:
+        try:
+            recorded = json.loads(target.read_text(encoding="utf-8"))
+            summary = merge_summary(recorded, summary, [r.spec for r in default_rows()])
+        except (OSError, ValueError, KeyError) as exc:
+            raise click.BadParameter(f"cannot merge into {target}: {exc}", param_hint="--merge") from None
     text = readme.read_text(encoding="utf-8")
     try:
         updated = replace_readme_table(text, readme_table(summary))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--readme") from None
-    target = readme.parent / "matrix-summary.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     readme.write_text(updated, encoding="utf-8")

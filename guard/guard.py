@@ -791,9 +791,14 @@ class Turn:
         """The user said stop."""
         self.guard.cancel(self.id)
 
-    def open_stream(self, protocol: str | None = None) -> StreamReader:
-        """A reader for one provider stream (one HTTP response body) of this turn."""
-        fallback = f"{self.id}-r{next(self._responses)}-{uuid.uuid4().hex[:8]}"
+    def open_stream(self, protocol: str | None = None, response: str | None = None) -> StreamReader:
+        """A reader for one provider stream (one HTTP response body) of this turn.
+
+        ``response``: the response's id where the wire names none (Bedrock's ConverseStream:
+        the request id AWS returns in ``x-amzn-RequestId``, or the application's own number
+        for the request); without it a unique one is made up, which is enough to keep the
+        stream's calls apart but names nothing an operator can quarantine."""
+        fallback = response or f"{self.id}-r{next(self._responses)}-{uuid.uuid4().hex[:8]}"
         return StreamReader(self.guard, self, protocol, fallback)
 
     def stream(self, source: Iterable[object], protocol: str | None = None) -> Iterator[ToolCall]:

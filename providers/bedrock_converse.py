@@ -6,7 +6,11 @@ reads and writes the decoded events (one-key objects such as ``{"contentBlockDel
 tests, named by the event key, and is not what AWS sends.
 
 Call keys: the wire names no response at all, so the response is the parser's fallback;
-the item is ``contentBlockIndex`` as a decimal string; the call is ``toolUseId``.
+the item is ``contentBlockIndex`` as a decimal string; the call is ``toolUseId``. An
+application names a response itself, as its requests of the turn are numbered
+(:func:`response_name`: the ``n``-th ConverseStream of turn ``t`` is ``t.rn``); the harness
+names a trace's responses so before a Bedrock target runs it (:func:`callsafe.certify.wire.relabel`),
+so that a program, which sees no response id on the wire, keys its calls as the trace does.
 
 * ``contentBlockStart`` with ``start.toolUse`` announces a call; ``contentBlockDelta`` with
   ``delta.toolUse.input`` is a fragment (arrival order, no positions); ``contentBlockStop``
@@ -51,7 +55,7 @@ from callsafe.providers.base import (
     opt_str,
 )
 
-__all__ = ["PROTOCOL", "BedrockParser", "BedrockRenderer"]
+__all__ = ["PROTOCOL", "BedrockParser", "BedrockRenderer", "response_name"]
 
 STOP_REASONS: Final[dict[str, StopReason]] = {
     "end_turn": "completed",
@@ -216,6 +220,12 @@ class BedrockRenderer(Renderer):
             "content_filter": "content_filtered",
         }[event.reason]
         self._emit({"messageStop": {"stopReason": stop}})
+
+
+def response_name(turn: str, nth: int) -> str:
+    """The name of the ``nth`` (from 0) ConverseStream response of ``turn``: the wire names
+    none, so an application and the harness both number a turn's streams in order."""
+    return f"{turn}.r{nth}"
 
 
 def event_key(payload: Mapping[str, Any]) -> str | None:

@@ -7,11 +7,12 @@ used, and a new provider is one new module plus one line here.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Final
 
 from callsafe.providers.base import Protocol
 
-__all__ = ["MODULES", "get", "names"]
+__all__ = ["MODULES", "get", "names", "unnamed_response"]
 
 MODULES: Final[dict[str, str]] = {
     "openai-responses": "callsafe.providers.openai_responses",
@@ -40,3 +41,16 @@ def get(name: str) -> Protocol:
     if not isinstance(protocol, Protocol) or protocol.name != name:
         raise RuntimeError(f"{module_name}.PROTOCOL does not describe {name!r}")
     return protocol
+
+
+def unnamed_response(protocol: str) -> Callable[[str, int], str] | None:
+    """How a target names the ``n``-th response of a turn where ``protocol``'s wire names
+    none (``(turn, n) -> id``: Bedrock's ConverseStream,
+    :func:`callsafe.providers.bedrock_converse.response_name`), or ``None`` where the wire
+    names each response. The harness names a trace's responses the same way
+    (:func:`callsafe.certify.wire.relabel`)."""
+    if protocol == "bedrock-converse":
+        from callsafe.providers.bedrock_converse import response_name
+
+        return response_name
+    return None

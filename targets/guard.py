@@ -73,11 +73,13 @@ class GuardTarget:
         self._turn: Turn | None = None
         self._reader: StreamReader | None = None
         self._validated: list[CallKey] = []
+        self._streams: dict[str, int] = {}  # turn -> streams opened for it (unnamed responses)
 
     # -- Target ------------------------------------------------------------------------
 
     def start(self, env: TargetEnv) -> None:
         self._env = env
+        self._streams = {}
         if self.store_kind == "memory":
             self._memory = MemoryStore()
         elif self.store_kind == "postgres":
@@ -133,8 +135,21 @@ class GuardTarget:
         if self._reader is None:
             if self._turn is None:
                 return  # no turn in force: an application has no stream to read
-            self._reader = self._turn.open_stream(self.protocol)
+            self._reader = self._turn.open_stream(self.protocol, self._response_name(self._turn.id))
         self._reader.feed(payload)
+
+    def _response_name(self, turn: str) -> str | None:
+        """The response's id where the wire names none (Bedrock): the application numbers
+        the streams of each turn (:func:`callsafe.providers.bedrock_converse.response_name`),
+        across restarts, as its conversation history does."""
+        from callsafe.providers.registry import unnamed_response
+
+        name = unnamed_response(self.protocol)
+        if name is None:
+            return None
+        nth = self._streams.get(turn, 0)
+        self._streams[turn] = nth + 1
+        return name(turn, nth)
 
     def end_stream(self) -> None:
         reader, self._reader = self._reader, None

@@ -125,7 +125,10 @@ def test_the_readme_matrix_headline_is_the_recorded_run() -> None:
     text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert f"Measured on {summary['measured_on']}" in text
     assert f"{len(libraries)} surfaces of {len({r['library'] for r in libraries})} client libraries" in text
-    assert f"all {failing} library surfaces violate at least one" in text and failing == len(libraries)
+    if failing == len(libraries):
+        assert f"all {failing} library surfaces violate at least one" in text
+    else:
+        assert f"{failing} of the {len(libraries)} library surfaces violate at least one" in text
     for count, words in (
         (violated["INV-TERMINAL"], "run a call before it ended under its protocol (INV-TERMINAL"),
         (violated["INV-CANCEL"], "run a call a stop should have ended (INV-CANCEL)"),

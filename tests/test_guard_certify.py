@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import skips
 
-from callsafe.campaigns.matrix import GUARD_ROWS, MATRIX_GENERATORS, run_matrix
+from callsafe.campaigns.matrix import GUARD_PROTOCOLS, GUARD_ROWS, MATRIX_GENERATORS, run_matrix
 from callsafe.certify.harness import ADVERSITIES_GENERATOR, WIRE_GENERATOR, Options, certify
 from callsafe.certify.targets import TargetSpecError, describe, resolve_target
 from callsafe.contract.target import CAPABILITIES, TargetEnv
@@ -35,7 +35,7 @@ def test_the_guard_rows_of_the_matrix_hold_every_invariant() -> None:
     the turn, a call stopped by ``length`` in a response that ends ``completed``, needs depth
     3: it found that the renderers drew that as a call the response leaves open)."""
     matrix = run_matrix(Options(depth=3, walks=20, generators=MATRIX_GENERATORS, minimize_budget=20), list(GUARD_ROWS))
-    assert [r.row.protocol for r in matrix.rows] == ["openai-chat", "openai-responses", "anthropic-messages"]
+    assert [r.row.protocol for r in matrix.rows] == list(GUARD_PROTOCOLS)
     for row in matrix.rows:
         assert row.unavailable is None and row.traces_run > 100
         assert {c.status for c in row.cells.values()} == {"holds"}, row.row.spec

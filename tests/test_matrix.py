@@ -22,6 +22,7 @@ from callsafe.campaigns.matrix import (
     default_rows,
     matrix_json,
     matrix_markdown,
+    merge_summary,
     run_matrix,
     stable_view,
     write_matrix,
@@ -173,3 +174,30 @@ def test_the_command_passes_workers_to_every_row_and_records_them_nowhere_in_the
     doc = json.loads((out / "matrix.json").read_text())
     assert "workers" not in doc["options"]  # how a row ran is no part of what it found
     assert CliRunner().invoke(group, [*args[:-1], "0"]).exit_code == 2
+
+
+def _summary_of(specs: list[str], measured_on: str, seconds: float, walks: int = 10) -> dict[str, object]:
+    rows = [{"spec": s, "library": s, "ecosystem": "python", "title": s, "available": True, "cells": {}} for s in specs]
+    options = {"seed": 0, "depth": 3, "walks": walks}
+    return {
+        "measured_on": measured_on,
+        "options": options,
+        "versions": {measured_on: "1"},
+        "seconds": seconds,
+        "rows": rows,
+    }
+
+
+def test_a_partial_run_is_merged_in_todays_order_and_said_on_the_page() -> None:
+    recorded = _summary_of(["a", "c", "d"], "2026-12-01", 600.0)
+    later = _summary_of(["b", "c"], "2026-12-03", 30.0)
+    merged = merge_summary(recorded, later, ["a", "b", "c", "d"])
+    assert [r["spec"] for r in merged["rows"]] == ["a", "b", "c", "d"]
+    assert merged["versions"] == {"2026-12-01": "1", "2026-12-03": "1"}
+    assert merged["rows_in_run"] == 3 and merged["merged"] == [
+        {"measured_on": "2026-12-03", "rows": ["b", "c"], "seconds": 30.0}
+    ]
+    again = merge_summary(merged, _summary_of(["c"], "2026-12-04", 5.0), ["a", "b", "c", "d"])
+    assert [(m["measured_on"], m["rows"]) for m in again["merged"]] == [("2026-12-03", ["b"]), ("2026-12-04", ["c"])]
+    with pytest.raises(ValueError, match="options"):
+        merge_summary(recorded, _summary_of(["b"], "2026-12-03", 1.0, walks=200), ["a", "b"])

@@ -31,6 +31,7 @@ PREFIX = {
     "smolagents": "smolagents_",
     "agno": "agno_",
     "langgraph": "langgraph_",
+    "boto3": "boto3_",
 }
 
 

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import callsafe.targets.bedrock_rows as bedrock_rows
 import callsafe.targets.framework_rows as framework_rows
 import callsafe.targets.mcp_rows as mcp_rows
 import callsafe.targets.node_rows as node_rows
@@ -56,6 +57,7 @@ def rows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(node_rows, "NODE_ROWS", (NODE,))
     monkeypatch.setattr(mcp_rows, "MCP_ROWS", ())
     monkeypatch.setattr(realtime_rows, "REALTIME_ROWS", ())
+    monkeypatch.setattr(bedrock_rows, "BEDROCK_ROWS", ())
 
 
 def test_a_program_row_is_a_library_name_that_runs_its_program(rows: None) -> None:

@@ -1043,6 +1043,7 @@ _LIBRARY_OF_SCRIPT = {
     "smolagents": "smolagents",
     "agno": "agno",
     "langgraph": "langgraph",
+    "boto3": "boto3",
 }
 _MODULE_OF = {
     "openai-agents": "agents",
@@ -1058,6 +1059,7 @@ _MODULE_OF = {
     "smolagents": "smolagents",
     "agno": "agno",
     "langgraph": "langgraph.prebuilt",
+    "boto3": "boto3",
 }
 
 

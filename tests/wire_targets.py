@@ -17,6 +17,7 @@ from callsafe.contract.target import CAPABILITIES, TargetEnv
 from callsafe.model.vocabulary import CallKey, Disconnect, Event, TurnStarted
 from callsafe.providers import registry
 from callsafe.providers.base import Parser, ProviderError
+from callsafe.providers.registry import unnamed_response
 from callsafe.targets.reference import ReferenceTarget
 
 
@@ -31,8 +32,10 @@ class ParsedReference:
         self.inner = ReferenceTarget(store="memory")
         self.parser: Parser | None = None
         self.turn = ""
+        self.streams: dict[str, int] = {}  # turn -> streams read for it
 
     def start(self, env: TargetEnv) -> None:
+        self.streams = {}
         self.inner.start(env)
 
     def receive(self, event: Event) -> None:
@@ -47,9 +50,13 @@ class ParsedReference:
 
     def receive_wire(self, payload: Mapping[str, Any]) -> None:
         if self.parser is None:
-            self.parser = registry.get(self.protocol).new_parser(
-                self.turn, "r1"
-            )  # the response id of wire traces whose wire names none
+            # where the wire names no response (Bedrock), the turn's streams are numbered, as the
+            # harness names a trace's responses; elsewhere the wire's own id wins over "r1"
+            named = unnamed_response(self.protocol)
+            nth = self.streams.get(self.turn, 0)
+            self.streams[self.turn] = nth + 1
+            rid = named(self.turn, nth) if named is not None else "r1"
+            self.parser = registry.get(self.protocol).new_parser(self.turn, rid)
         try:
             events = self.parser.feed(dict(payload))
         except ProviderError:

@@ -108,6 +108,18 @@ class WireIds:
             block = p.get("content_block")
             if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 self._note(str(p.get("index", "")), block["id"])
+        elif self.protocol == "openai-realtime":  # the Realtime API's server events (WebSocket messages)
+            created = p.get("response")
+            if p.get("type") == "response.created" and isinstance(created, dict):
+                self.response = str(created.get("id", ""))
+            added = p.get("item")
+            if isinstance(added, dict) and isinstance(added.get("call_id"), str):
+                self._note(str(added.get("id", "")), added["call_id"])
+        elif self.protocol == "bedrock-converse":  # decoded events (the wire is binary: read_event)
+            start = p.get("contentBlockStart")
+            tool = (start.get("start") or {}).get("toolUse") if isinstance(start, dict) else None
+            if isinstance(start, dict) and isinstance(tool, dict) and isinstance(tool.get("toolUseId"), str):
+                self._note(str(start.get("contentBlockIndex", "")), tool["toolUseId"])
         elif self.protocol == "gemini":
             if isinstance(p.get("responseId"), str) and not self.response:
                 self.response = p["responseId"]
@@ -117,6 +129,12 @@ class WireIds:
                     if isinstance(call, dict) and call.get("name"):
                         item = str(len(self.order))
                         self._note(item, str(call.get("id") or f"{self.response}#{item}"))
+
+    def read_event(self, payload: Mapping[str, Any]) -> None:
+        """One decoded event, for a wire that is not SSE (Bedrock's event stream, which the
+        framework's SDK decodes, or a Realtime WebSocket's server events: the program sees
+        the events, not the bytes)."""
+        self._read(payload)
 
     def key(self, turn: TurnStarted, call_id: str | None, nth: int = 0) -> CallKey:
         """The call key of the call ``call_id`` (or, without one, the ``nth`` call opened)."""

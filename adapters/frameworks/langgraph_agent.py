@@ -46,11 +46,12 @@ class LangGraphProgram(FrameworkProgram):
         import httpx2
         from langchain_openai import ChatOpenAI
         from langgraph.prebuilt import create_react_agent
+        from pydantic import SecretStr
 
         http = self.watching_client(httpx2)
         llm = ChatOpenAI(
             model="gpt-4o",
-            api_key="callsafe-loopback",
+            api_key=SecretStr("callsafe-loopback"),
             base_url=f"{base_url}/v1",
             streaming=True,
             max_retries=0,
