@@ -1197,6 +1197,127 @@ READINGS: Final[tuple[tuple[str, str, str, str], ...]] = (
         "unreachable",
         "a lease's expiry: only another replica's adoption of orphans reads it",
     ),
+    # read for the run of 2026-12-03, continued
+    (
+        "core.py:NumberReplacer:12",
+        "self._keep_over = max(0, over_turns_kept)",
+        "unreachable",
+        "only with forget_over_turns (the guard's bounded memory: over turns dropped past the replay window), which reference:memory leaves off; the guard:memory certifications and tests/test_guard_retention.py run it",
+    ),
+    (
+        "core.py:ReplaceComparisonOperator_LtE_Lt:0",
+        "if call_bytes <= call_cap and turn_bytes <= self._turn_cap:",
+        "equivalent",
+        "the per-fragment fast path: classify_fragment, the general path, gives the same answer (tests/test_reference_hot_path.py)",
+    ),
+    (
+        "core.py:ReplaceComparisonOperator_IsNot_Is:8",
+        "if call is not None:",
+        "unreachable",
+        "Core.view, which only the guard's API reads (Guard.view); the certification of reference:memory never asks",
+    ),
+    (
+        "core.py:NumberReplacer:30",
+        "turn.response_calls[row.key.response] = turn.response_calls.get(row.key.response, 0) + 1",
+        "equivalent",
+        "for reference:memory: the per-response call cap is a guard option that reference:memory leaves off, and this count is read only for it",
+    ),
+    (
+        "core.py:ReplaceComparisonOperator_IsNot_Is:11",
+        "elif owner is not None and row.owner is not None and row.owner != owner:",
+        "unreachable",
+        "a lease: only another replica's adoption of orphans or a second owner reads it (reference:memory runs one core with no owner)",
+    ),
+    (
+        "core.py:ReplaceComparisonOperator_Is_Eq:5",
+        "if call.state is S.DISPATCHED:",
+        "equivalent",
+        "enum members: == is identity for them",
+    ),
+    (
+        "core.py:AddNot:63",
+        "if turn is None or turn.active > 0 or self._turn_live(turn):",
+        "unreachable",
+        "only with forget_over_turns (the guard's bounded memory: over turns dropped past the replay window), which reference:memory leaves off; the guard:memory certifications and tests/test_guard_retention.py run it",
+    ),
+    (
+        "memory_store.py:ReplaceComparisonOperator_NotEq_IsNot:0",
+        'or turn.status != "live"',
+        "equivalent",
+        "turn statuses are the modules' own string literals (interned): `is not` answers as != in CPython",
+    ),
+    (
+        "memory_store.py:ReplaceBinaryOperator_Add_RShift:0",
+        "self._leases[owner] = (now, now + ttl)",
+        "unreachable",
+        "a lease: only another replica's adoption of orphans or a second owner reads it (reference:memory runs one core with no owner)",
+    ),
+    (
+        "memory_store.py:ReplaceComparisonOperator_Eq_Lt:3",
+        "if row.owner is None or row.owner == owner:",
+        "unreachable",
+        "a lease: only another replica's adoption of orphans or a second owner reads it (reference:memory runs one core with no owner)",
+    ),
+    (
+        "memory_store.py:AddNot:17",
+        "if lease is not None and lease[1] > now:",
+        "unreachable",
+        "a lease: only another replica's adoption of orphans or a second owner reads it (reference:memory runs one core with no owner)",
+    ),
+    (
+        "memory_store.py:NumberReplacer:3",
+        "if lease is not None and lease[1] > now:",
+        "unreachable",
+        "a lease: only another replica's adoption of orphans or a second owner reads it (reference:memory runs one core with no owner)",
+    ),
+    (
+        "scanner.py:ReplaceComparisonOperator_Eq_Is:5",
+        'if c == "{" or c == "[":',
+        "equivalent",
+        "one-character strings are cached in CPython: `is` answers as ==",
+    ),
+    (
+        "schema_check.py:ReplaceAndWithOr:3",
+        "return isinstance(value, list) and all(_scalar(v) for v in value)",
+        "equivalent",
+        "for the schemas a catalog holds, valid JSON Schemas (ToolSpec checks them): the value this admits is no valid schema, so it never reaches the core (enum must be an array)",
+    ),
+    (
+        "schema_check.py:ReplaceComparisonOperator_Eq_Lt:6",
+        'if keyword == "uniqueItems":',
+        "equivalent",
+        "keywords sorting before uniqueItems are kept off the fast path (the general path answers the same); for the schemas a catalog holds, valid JSON Schemas (ToolSpec checks them): the value this admits is no valid schema, so it never reaches the core (uniqueItems must be a boolean)",
+    ),
+    (
+        "schema_check.py:ReplaceComparisonOperator_Eq_Is:8",
+        "if kind == _SUBSCHEMA:",
+        "equivalent",
+        "small integers are cached in CPython: `is` answers as ==",
+    ),
+    (
+        "schema_check.py:AddNot:18",
+        "if not _dialect_ok(schema):",
+        "equivalent",
+        "no schema gets the compiled fast path: the model's validator, the general path, gives the same answer",
+    ),
+    (
+        "schema_check.py:ReplaceUnaryOperator_USub_Invert:1",
+        "self.pending = COMPILE_AFTER if _dialect_ok(self.schema) else -1",
+        "equivalent",
+        "the countdown of a schema kept off the fast path starts at -2 instead of -1: it never reaches 0 either (countdown setting)",
+    ),
+    (
+        "schema_check.py:NumberReplacer:12",
+        "pending = self.pending = self.pending - 1",
+        "equivalent",
+        "the countdown steps by 2: a schema is compiled after 4 validations instead of 8 (countdown setting; the compiled validator answers as the general one for the schemas it takes)",
+    ),
+    (
+        "schema_check.py:ExceptionReplacer:3",
+        "except (TypeError, ValueError):  # not JSON: nothing to share it by",
+        "equivalent",
+        "a catalog's schemas are JSON documents (ToolSpec): serialising one never raises TypeError",
+    ),
 )
 
 

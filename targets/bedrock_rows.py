@@ -21,9 +21,7 @@ from typing import Final
 
 from callsafe.targets.programs import ProgramRow
 
-__all__ = ["BEDROCK_OPTIONS", "BEDROCK_ROWS"]
-
-BEDROCK_OPTIONS: Final = {"walks": 10, "depth": 2}
+__all__ = ["BEDROCK_ROWS"]
 
 BEDROCK_ROWS: Final[tuple[ProgramRow, ...]] = (
     ProgramRow(
@@ -34,7 +32,6 @@ BEDROCK_ROWS: Final[tuple[ProgramRow, ...]] = (
         surface="converse-stream",
         argv=("{python}", "-m", "callsafe.adapters.bedrock_converse_example"),
         needs=("boto3", "botocore"),
-        options=BEDROCK_OPTIONS,
         dependencies=("botocore",),
     ),
     ProgramRow(
@@ -45,7 +42,6 @@ BEDROCK_ROWS: Final[tuple[ProgramRow, ...]] = (
         surface="agent",
         argv=("{python}", "-m", "callsafe.adapters.frameworks.strands_bedrock"),
         needs=("strands", "boto3"),
-        options=BEDROCK_OPTIONS,
         dependencies=("boto3", "botocore"),
     ),
 )
