@@ -1318,6 +1318,12 @@ READINGS: Final[tuple[tuple[str, str, str, str], ...]] = (
         "equivalent",
         "a catalog's schemas are JSON documents (ToolSpec): serialising one never raises TypeError",
     ),
+    (
+        "scanner.py:ReplaceComparisonOperator_Eq_Lt:0",
+        "return self._phase == _AFTER",
+        "equivalent",
+        "Scanner.closed, a property nothing in reference_impl reads",
+    ),
 )
 
 

@@ -302,6 +302,16 @@ _SCHEMAS: Final[dict[str, tuple[dict[str, Any], list[Any], list[Any]]]] = {
         [{"codes": ["12", "3"]}, {"codes": []}],
         [{"codes": ["\u0661"]}, {"codes": ["1x"]}],
     ),
+    "a digit class escape, no top-level type": (
+        {"properties": {"code": {"type": "string", "pattern": "^\\d+$"}}},
+        [{"code": "12"}, {}],
+        [{"code": "\u0661\u0662"}, {"code": "1x"}],
+    ),
+    "a digit class escape in additionalProperties": (
+        {"additionalProperties": {"type": "string", "pattern": "^\\d+$"}},
+        [{"a": "12"}, {}],
+        [{"a": "\u0661"}, {"a": "x"}],
+    ),
     "backreferences in patternProperties": (
         {
             "type": "object",
