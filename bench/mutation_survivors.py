@@ -1111,7 +1111,7 @@ READINGS: Final[tuple[tuple[str, str, str, str], ...]] = (
         "schema_check.py:ReplaceAndWithOr:5",
         "return isinstance(pattern, str) and _JOIN_SENSITIVE.search(pattern) is None and _ecma_same(pattern)",
         "killed since",
-        "killed by edges/schema: a digit class escape (Arabic-Indic digits against ^\\d+$, which Python's re takes and ECMA-262 refuses, after the compiled validator took over: INV-TERMINAL, INV-CONFIRM, INV-LEDGER), added for it",
+        "killed by edges/schema: a digit class escape (Arabic-Indic digits against ^\\d+$, which Python's re takes and ECMA-262 refuses, after the compiled validator took over: INV-TERMINAL, INV-CONFIRM, INV-LEDGER), added for it; confirmed with --only",
     ),
     (
         "core.py:ReplaceBinaryOperator_Add_BitAnd:5",
@@ -1323,6 +1323,18 @@ READINGS: Final[tuple[tuple[str, str, str, str], ...]] = (
         "return self._phase == _AFTER",
         "equivalent",
         "Scanner.closed, a property nothing in reference_impl reads",
+    ),
+    (
+        "schema_check.py:AddNot:13",
+        "if kind == _SUBSCHEMA:",
+        "killed since",
+        "killed by edges/schema: a digit class escape in additionalProperties (a subschema keyword read as a plain one lets the compiled validator, Python's \\d, take Arabic-Indic digits the schema refuses), added for it; confirmed with --only",
+    ),
+    (
+        "schema_check.py:ReplaceComparisonOperator_Eq_NotEq:10",
+        "elif kind == _SCHEMA_MAP:",
+        "killed since",
+        "killed by edges/schema: a digit class escape, no top-level type (properties read as a plain keyword: the nested pattern reaches the compiled validator), added for it; confirmed with --only",
     ),
 )
 
