@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 from netguard import guarded_env
 
+# Both packaging modules build a wheel from the same source tree (setuptools writes build/
+# and *.egg-info into it): one worker runs them, one after the other (make test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("wheel-build")
+
 ROOT = Path(__file__).resolve().parents[1]
 LAYOUT = ("model", "generators", "providers", "reference_impl", "targets", "certify")
 

@@ -22,6 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CERTIFIER_ONLY = ("z3", "hypothesis", "networkx", "graphviz", "uvicorn", "rich", "click")
 SHIPPED = {"guard", "model", "providers", "reference_impl"}
 
+# Both packaging modules build a wheel from the same source tree (setuptools writes build/
+# and *.egg-info into it): one worker runs them, one after the other (make test: --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("wheel-build")
+
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
