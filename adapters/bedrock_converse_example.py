@@ -155,7 +155,7 @@ def stream_messages(client: Any, tools: list[dict[str, Any]]) -> tuple[str, dict
 
 
 def main() -> int:
-    return serve(BedrockConverseProgram, wire="http")
+    return serve(BedrockConverseProgram, wire="http", acks=False)  # botocore reads with urllib3: no hook sees it
 
 
 if __name__ == "__main__":

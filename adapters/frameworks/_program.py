@@ -355,9 +355,11 @@ class FrameworkProgram:
         return watching_client(lambda: self.ids, module, sync)
 
 
-def main(factory: Callable[[], FrameworkProgram]) -> int:
+def main(factory: Callable[[], FrameworkProgram], acks: bool | str | None = None) -> int:
     """Serve the program over the target protocol, reading its streams over HTTP; its
     framework's own spans are recorded when ``CALLSAFE_RECORD_SPANS`` says where
-    (:mod:`callsafe.span_recording`)."""
+    (:mod:`callsafe.span_recording`). ``acks=False`` for a framework whose HTTP client is
+    neither httpx nor httpx2 (botocore's urllib3): the process hook cannot see its reads, and
+    a program that declares acknowledgements and never sends one hangs."""
     span_recording.record_spans_from_environment()
-    return serve(factory, wire="http")
+    return serve(factory, wire="http", acks=acks)

@@ -111,4 +111,4 @@ class StrandsBedrockProgram(FrameworkProgram):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(StrandsBedrockProgram))
+    raise SystemExit(main(StrandsBedrockProgram, acks=False))  # botocore reads with urllib3: no hook sees it
