@@ -93,4 +93,4 @@ class OpenAIAgentsRealtimeProgram(FrameworkProgram):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(OpenAIAgentsRealtimeProgram))
+    raise SystemExit(main(OpenAIAgentsRealtimeProgram, acks=False))  # a WebSocket session: no HTTP body to acknowledge
