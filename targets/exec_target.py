@@ -615,6 +615,12 @@ class ExecTarget:
         if trace is None or trace.failed:
             return
         self._call({"type": "restart"}, "restart")
+        if trace.stream is not None and not trace.failed:
+            # The connection is gone with the process: the next response is a new request
+            # (a new stream), never more bytes in the body the old process was reading. The
+            # body is cut after the restart, so the old process's guard (closed) records nothing.
+            trace.stream.abort()
+            self._finish_stream(trace)
 
     def close(self) -> None:
         trace, self._trace = self._trace, None

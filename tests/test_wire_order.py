@@ -92,6 +92,43 @@ def test_verdicts_over_http_are_the_same_under_latency_and_load(loaded: None) ->
     assert _verdicts(reference, abstract) == _verdicts("reference:memory", abstract)
 
 
+def _after_restart(name: str, *tail: dict[str, object]) -> Trace:
+    """A call opened in turn t1, a restart while its response streams, then a second turn
+    whose response r2 opens call c1, and ``tail`` after it."""
+    opened = {"turn": "t1", "response": "r1", "item": "0", "call": "c0", "tool": "op"}
+    events: list[object] = [
+        {"turn_started": {"turn": "t1", "actor": "u1", "tenant": "acme"}},
+        {"call_opened": opened},
+        {"restart": {}},
+        {"turn_started": {"turn": "t2", "actor": "u1", "tenant": "acme"}},
+    ]
+    events += list(tail)
+    tools = {"op": {"schema": {"type": "object", "required": ["v"], "properties": {"v": {"type": "integer"}}}}}
+    return Trace.from_json({"name": name, "tools": tools, "events": events})
+
+
+OPEN_C1 = {"call_opened": {"turn": "t2", "response": "r2", "item": "0", "call": "c1", "tool": "op"}}
+# the shrunk counterexamples of the default certification before the fix (INV-BOUNDED,
+# INV-LEDGER, INV-STATUS): r2's bytes went into the body of r1, which the process before the
+# restart was reading, so c1 never reached the new guard
+AFTER_RESTART = (
+    _after_restart("cancel, then r2 opens c1", {"cancel_turn": {"turn": "t2"}}, OPEN_C1),
+    _after_restart("r2 opens c1, stop_tenant", OPEN_C1, {"stop_tenant": {"tenant": "acme"}}),
+    _after_restart("r2 opens c1, quarantine r2", OPEN_C1, {"quarantine_response": {"response": "r2"}}),
+)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_response_after_a_restart_is_a_new_stream_to_the_new_process(protocol: str) -> None:
+    """After a restart, the next response is a new request read by the restarted program's
+    guard (the harness ends the body the old process was reading): the verdicts over HTTP
+    are the in-process guard's, with nothing violated."""
+    traces = list(AFTER_RESTART)
+    over_http = _verdicts(_program(protocol), traces)
+    assert over_http == _verdicts(f"guard:memory:{protocol}", traces)
+    assert all(applicable and not violated for violated, applicable in over_http.values()), over_http
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(
     os.environ.get("CALLSAFE_LONG") != "1", reason="long variant (minutes a protocol): set CALLSAFE_LONG=1"
