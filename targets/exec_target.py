@@ -639,6 +639,12 @@ class ExecTarget:
             # The trace ended with a body still open (in process, the reader is simply left
             # open). Cutting it is callsafe's teardown, not a step of the trace: what the
             # program records for that drop is no record of the trace (an execution still is).
+            # First the program handles every byte written (a payload pushed while it was
+            # inside its validator was not waited for): what it records for them is the trace's.
+            if self.handshake.acks == "bytes":
+                with contextlib.suppress(ExecTargetFailure, TargetRaised):
+                    self._await_bytes(trace, trace.stream.sent)
+        if trace.stream is not None and not trace.failed:
             trace.closing = True
             trace.stream.abort()
             with contextlib.suppress(ExecTargetFailure, TargetRaised):
@@ -770,6 +776,7 @@ class ExecTarget:
             observation = _observation(message["observation"], env.step())
             if not trace.closing:
                 env.observe(observation)
+
         elif kind == "log":
             text = _text(message, "text")
             if not trace.closing:
