@@ -635,16 +635,15 @@ class ExecTarget:
         trace, self._trace = self._trace, None
         if trace is None:
             return
+        if trace.stream is not None and not trace.failed and self.handshake.acks == "bytes":
+            # First the program handles every byte written (a payload pushed while it was
+            # inside its validator was not waited for): what it records for them is the trace's.
+            with contextlib.suppress(ExecTargetFailure, TargetRaised):
+                self._await_bytes(trace, trace.stream.sent)
         if trace.stream is not None and not trace.failed:
             # The trace ended with a body still open (in process, the reader is simply left
             # open). Cutting it is callsafe's teardown, not a step of the trace: what the
             # program records for that drop is no record of the trace (an execution still is).
-            # First the program handles every byte written (a payload pushed while it was
-            # inside its validator was not waited for): what it records for them is the trace's.
-            if self.handshake.acks == "bytes":
-                with contextlib.suppress(ExecTargetFailure, TargetRaised):
-                    self._await_bytes(trace, trace.stream.sent)
-        if trace.stream is not None and not trace.failed:
             trace.closing = True
             trace.stream.abort()
             with contextlib.suppress(ExecTargetFailure, TargetRaised):
