@@ -406,8 +406,13 @@ _ACTIVE: _Server | None = None
 def read_reporter() -> Callable[[int, bool], None]:
     """What a program's own reader reports its reads through (a WebSocket client, an HTTP
     client that is not ``httpx``: ``serve`` hooks those itself): the ``read`` message of the
-    program this process serves (``serve(..., acks="bytes")``), or nothing outside one."""
+    program this process serves (``serve(..., acks="bytes")``), or nothing outside one.
+    Bound to the stream callsafe opened last (call it in the stream's handler): a body of an
+    earlier stream that closes late (its reader cut at a trace's end or a restart) must not
+    count as reads of the next."""
     server = _ACTIVE
     if server is None or server.acks != "bytes":
         return lambda read, closed: None
-    return server.report_read
+    with server.write_lock:
+        generation = server.generation
+    return functools.partial(server.report_read, generation=generation)

@@ -759,6 +759,10 @@ class ExecTarget:
             arguments = message["arguments"]
             if not isinstance(arguments, dict):
                 raise ProtocolError("'validate' needs the arguments as an object")
+            # a validation in flight while callsafe cuts a body left open: the program was
+            # still at the trace's last step (events are delivered in its window), so what
+            # it records from now on is the trace's, not the cut's
+            trace.closing = False
             trace.validating += 1
             try:
                 reason = env.business_validator(CallKey.from_json(message["key"]), _text(message, "tool"), arguments)
