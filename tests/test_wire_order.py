@@ -24,8 +24,9 @@ from loaded import injected_latency_and_load
 
 from callsafe.certify.harness import Options, certify, exhaustive_bound, run_traces
 from callsafe.certify.targets import describe, resolve_target
+from callsafe.generators.catalog import by_name
 from callsafe.generators.exhaustive import exhaustive_traces
-from callsafe.model.vocabulary import Restart, ToolChanged, Trace
+from callsafe.model.vocabulary import CallTerminal, Disconnect, Fragment, Restart, ToolChanged, Trace
 from callsafe.reporting.report import report_json
 
 pytest.importorskip("uvicorn")
@@ -126,6 +127,40 @@ def test_a_response_after_a_restart_is_a_new_stream_to_the_new_process(protocol:
     traces = list(AFTER_RESTART)
     over_http = _verdicts(_program(protocol), traces)
     assert over_http == _verdicts(f"guard:memory:{protocol}", traces)
+    assert all(applicable and not violated for violated, applicable in over_http.values()), over_http
+
+
+def _during_validation() -> list[Trace]:
+    """The catalog's events delivered while the validator runs, a call put up for
+    confirmation at the end of a trace, and a drop and a restart inside the validator."""
+    names = (
+        "emergency-stop-during-validation",
+        "cancel-during-validation",
+        "new-turn-during-validation",
+        "awaiting-confirmation",
+    )
+    out = [by_name(name).trace for name in names]
+    base = _after_restart("unused").tools
+    head = list(_after_restart("unused").events[:2])
+    fragment = Fragment("t1", "r1", "0", "c0", 0, '{"v":100}')
+    terminal = CallTerminal("t1", "r1", "0", "c0", "e0")
+    for name, last in (
+        ("a drop inside the validator", Disconnect("t1", "r1", during_validation=True)),
+        ("a restart inside the validator", Restart(during_validation=True)),
+    ):
+        out.append(Trace(events=(*head, fragment, terminal, last), tools=base, name=name))
+    return out
+
+
+def test_what_arrives_inside_the_validator_over_http_is_handled_as_in_process() -> None:
+    """The program's validator runs on its stream's thread, holding the guard's lock: an
+    event or a restart delivered inside it reaches that thread (it deadlocked on the main
+    thread), a drop ends the stream at once (the SDK would see it only after the answer),
+    and cutting the body left open at a trace's end records nothing for the trace."""
+    traces = _during_validation()
+    spec = _program("openai-responses")
+    over_http = _verdicts(spec, traces)
+    assert over_http == _verdicts("guard:memory:openai-responses", traces)
     assert all(applicable and not violated for violated, applicable in over_http.values()), over_http
 
 
