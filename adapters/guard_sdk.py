@@ -51,8 +51,12 @@ class GuardSDKProgram(GuardTarget):
         self.name = f"guard-sdk:{store}:{protocol}"
 
     def receive(self, event: Event) -> None:
-        if isinstance(event, Disconnect):
+        if isinstance(event, Disconnect) and self._reader is None:
             return  # the SDK sees the connection drop itself: the guard ends the stream then
+        # A drop while the validator runs (callsafe delivers it to the stream's thread, inside
+        # the validator): the SDK cannot see it before the validator returns, so the program
+        # ends the stream as disconnected now, as an application told of the drop by its
+        # transport does; the business answer is then ignored, as the spec's window says.
         super().receive(event)
 
     def receive_wire(self, payload: Any) -> None:
@@ -73,14 +77,34 @@ class GuardSDKProgram(GuardTarget):
             self._gemini_live(base_url, turn)
             return
         try:
-            for _call in turn.stream(self._request(base_url)):
-                pass  # executor mode: the guard ran it
+            self._read(turn, self._request(base_url))
         except ClosedGuard:
             return  # the process restarted under this stream: its connection is gone
         except GuardError as exc:  # a stream the guard refused to read: ended safely, recorded
             print(f"guard-sdk: {type(exc).__name__}: {exc}", file=sys.stderr)
         except Exception as exc:  # the SDK's own error for a dropped connection or an error event
             print(f"guard-sdk: the stream ended with {type(exc).__name__}", file=sys.stderr)
+
+    def _read(self, turn: Any, source: Any) -> None:
+        """``turn.stream(source)``, with the stream's reader kept (``self._reader``) while it
+        is read, so that a drop delivered inside the validator ends it (:meth:`receive`); in
+        executor mode the guard runs each call it hands over."""
+        reader = self._reader = turn.open_stream()
+        clean = False
+        try:
+            try:
+                for item in source:
+                    reader.feed(item)
+            except Exception as exc:
+                reader.read_error(exc)
+                raise
+            clean = True
+            reader.end(clean=True)
+        finally:
+            if self._reader is reader:
+                self._reader = None
+            if not clean:
+                reader.end(clean=False)
 
     def _realtime(self, base_url: str, turn: Any) -> None:
         """One Realtime session: ``client.realtime.connect``, the catalog as the session's

@@ -90,6 +90,10 @@ class _Server:
         self.next_validation = 0
         self.main = threading.get_ident()
         self.streams: list[threading.Thread] = []
+        # While a stream's thread waits inside the validator (the outermost validation
+        # ``relay_vid``), the main loop relays what arrives to it (see _validate_in_stream).
+        self.relay: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.relay_vid: int | None = None
 
     # -- the pipe ------------------------------------------------------------------
 
@@ -156,14 +160,22 @@ class _Server:
         )
 
     def validate(self, key: CallKey, tool: str, arguments: Mapping[str, Any]) -> str | None:
+        in_stream = threading.get_ident() != self.main
         with self.answered:
             vid = self.next_validation
             self.next_validation += 1
+            outermost = in_stream and self.relay_vid is None
+            if outermost:
+                self.relay_vid = vid  # before callsafe can answer: what comes now is relayed
         self.send({"type": "validate", "id": vid, "key": key.to_json(), "tool": tool, "arguments": dict(arguments)})
-        if threading.get_ident() != self.main:
-            with self.answered:
-                self.answered.wait_for(lambda: vid in self.answers)
-                return self.answers.pop(vid)
+        if in_stream:
+            try:
+                return self._validate_in_stream(vid)
+            finally:
+                if outermost:
+                    with self.answered:
+                        if self.relay_vid == vid:
+                            self.relay_vid = None
         while True:  # the main thread: handle what arrives before the answer, re-entrantly
             message = self.next_message()
             if message is None:
@@ -176,6 +188,43 @@ class _Server:
             if message["type"] == "restart":
                 raise Crash(int(message["id"]))
             self.handle(message)
+
+    def _validate_in_stream(self, vid: int) -> str | None:
+        """A stream's thread inside the validator holds the guard's lock, as the in-process
+        harness's validator does. What callsafe delivers ``during_validation`` (events, a
+        restart) is relayed to this thread by the main loop and handled here, re-entrantly,
+        as the in-process harness delivers it from inside the validator: on the main thread
+        it would wait for that lock while this thread waits for an answer that comes only
+        after it. A restart is a crash here: the target restarts (its guard closed, so
+        nothing the old stack does reaches the store), then :class:`Crash` unwinds the
+        stream."""
+        while True:
+            message = self.relay.get()
+            if message is None:
+                raise Crash(-1)  # callsafe went away: no code of this stream goes on
+            if message["type"] == "validation":
+                if int(message["id"]) == vid:
+                    with self.answered:
+                        return self.answers.pop(vid)
+                continue
+            if message["type"] == "restart":
+                with self.answered:
+                    self.relay_vid = None  # what comes after the restart is the main loop's
+                self.handle(message)
+                raise Crash(int(message["id"]))
+            self.handle(message)
+
+    def _relayed(self, message: dict[str, Any] | None) -> bool:
+        """Relay ``message`` to the stream's thread waiting inside the validator, if one is;
+        the answer to its outermost validation ends the relaying."""
+        with self.answered:
+            vid = self.relay_vid
+            if vid is None:
+                return False
+            if message is not None and message["type"] == "validation" and int(message["id"]) == vid:
+                self.relay_vid = None
+        self.relay.put(message)
+        return message is not None
 
     def observe(self, observation: Observation) -> None:
         body = observation_to_json(observation)
@@ -259,6 +308,8 @@ class _Server:
             error: str | None = None
             try:
                 target.stream(base_url)
+            except Crash:
+                pass  # restarted inside the validator (handled there): this stream died with the process
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
             self.send({"type": "done", "id": mid, "error": error})
@@ -271,6 +322,8 @@ class _Server:
         threading.Thread(target=self._read, name="callsafe-stdin", daemon=True).start()
         while True:
             message = self.next_message()
+            if self._relayed(message):
+                continue
             if message is None or message["type"] == "shutdown":
                 with contextlib.suppress(Exception):
                     self._reset()
@@ -353,8 +406,13 @@ _ACTIVE: _Server | None = None
 def read_reporter() -> Callable[[int, bool], None]:
     """What a program's own reader reports its reads through (a WebSocket client, an HTTP
     client that is not ``httpx``: ``serve`` hooks those itself): the ``read`` message of the
-    program this process serves (``serve(..., acks="bytes")``), or nothing outside one."""
+    program this process serves (``serve(..., acks="bytes")``), or nothing outside one.
+    Bound to the stream callsafe opened last (call it in the stream's handler): a body of an
+    earlier stream that closes late (its reader cut at a trace's end or a restart) must not
+    count as reads of the next."""
     server = _ACTIVE
     if server is None or server.acks != "bytes":
         return lambda read, closed: None
-    return server.report_read
+    with server.write_lock:
+        generation = server.generation
+    return functools.partial(server.report_read, generation=generation)

@@ -504,6 +504,8 @@ class _Trace:
     read_bytes: int = 0  # the same in body bytes (``read`` {bytes})
     read_closed: bool = False  # it stopped reading the open stream's body (``read`` {closed})
     validating: int = 0  # nested inside the program's ``validate``: its reader may be the one waiting
+    closing: bool = False  # the trace is over: callsafe is cutting the body it left open
+    orphans: set[int] = field(default_factory=set)  # streams cut during validation, handler still inside
 
 
 class ExecTarget:
@@ -577,7 +579,14 @@ class ExecTarget:
             return
         if isinstance(event, Disconnect) and trace.stream is not None:
             trace.stream.abort()  # the connection drops under the program's SDK
-            self._finish_stream(trace)
+            if trace.validating and trace.stream_id is not None:
+                # The program's reader waits inside the validator for an answer that comes
+                # after this event: its SDK sees the drop once it has the answer (see _handle).
+                trace.orphans.add(trace.stream_id)
+                trace.stream = None
+                trace.stream_id = None
+            else:
+                self._finish_stream(trace)
         message: dict[str, Any] = {"type": "event", "step": trace.env.step(), "event": event_to_json(event)}
         if event.kind == "tool_changed":
             message["tools"] = {name: spec.to_json() for name, spec in trace.env.tools.items()}
@@ -615,12 +624,27 @@ class ExecTarget:
         if trace is None or trace.failed:
             return
         self._call({"type": "restart"}, "restart")
+        if trace.stream is not None and not trace.failed:
+            # The connection is gone with the process: the next response is a new request
+            # (a new stream), never more bytes in the body the old process was reading. The
+            # body is cut after the restart, so the old process's guard (closed) records nothing.
+            trace.stream.abort()
+            self._finish_stream(trace)
 
     def close(self) -> None:
         trace, self._trace = self._trace, None
         if trace is None:
             return
+        if trace.stream is not None and not trace.failed and self.handshake.acks == "bytes":
+            # First the program handles every byte written (a payload pushed while it was
+            # inside its validator was not waited for): what it records for them is the trace's.
+            with contextlib.suppress(ExecTargetFailure, TargetRaised):
+                self._await_bytes(trace, trace.stream.sent)
         if trace.stream is not None and not trace.failed:
+            # The trace ended with a body still open (in process, the reader is simply left
+            # open). Cutting it is callsafe's teardown, not a step of the trace: what the
+            # program records for that drop is no record of the trace (an execution still is).
+            trace.closing = True
             trace.stream.abort()
             with contextlib.suppress(ExecTargetFailure, TargetRaised):
                 self._finish_stream(trace)
@@ -713,6 +737,10 @@ class ExecTarget:
                 if error is not None:
                     raise _raised(str(error))
                 return True
+            if done in trace.orphans:
+                trace.orphans.discard(done)
+                trace.finished_streams.add(done)
+                return mid is None
             if done == trace.stream_id:
                 trace.finished_streams.add(done)
                 if trace.stream is not None and not trace.stream.served:
@@ -731,6 +759,10 @@ class ExecTarget:
             arguments = message["arguments"]
             if not isinstance(arguments, dict):
                 raise ProtocolError("'validate' needs the arguments as an object")
+            # a validation in flight while callsafe cuts a body left open: the program was
+            # still at the trace's last step (events are delivered in its window), so what
+            # it records from now on is the trace's, not the cut's
+            trace.closing = False
             trace.validating += 1
             try:
                 reason = env.business_validator(CallKey.from_json(message["key"]), _text(message, "tool"), arguments)
@@ -741,10 +773,17 @@ class ExecTarget:
                     trace.process.send({"type": "validation", "id": message["id"], "reason": reason})
                 except OSError:
                     raise self._fail(trace, "the program closed its stdin while validating") from None
+                for sid in sorted(trace.orphans) if not trace.validating else ():
+                    self._await_stream(trace, sid)  # its reader, answered, sees the drop and ends
         elif kind == "observe":
-            env.observe(_observation(message["observation"], env.step()))
+            observation = _observation(message["observation"], env.step())
+            if not trace.closing:
+                env.observe(observation)
+
         elif kind == "log":
-            env.observe(LogLine(env.step(), _text(message, "text")))
+            text = _text(message, "text")
+            if not trace.closing:
+                env.observe(LogLine(env.step(), text))
         elif kind == "read":
             if "events" not in message and "bytes" not in message:
                 raise ProtocolError("'read' needs 'events' or 'bytes'")

@@ -24,8 +24,9 @@ from loaded import injected_latency_and_load
 
 from callsafe.certify.harness import Options, certify, exhaustive_bound, run_traces
 from callsafe.certify.targets import describe, resolve_target
+from callsafe.generators.catalog import by_name
 from callsafe.generators.exhaustive import exhaustive_traces
-from callsafe.model.vocabulary import Restart, ToolChanged, Trace
+from callsafe.model.vocabulary import CallTerminal, Disconnect, Fragment, Restart, ToolChanged, Trace
 from callsafe.reporting.report import report_json
 
 pytest.importorskip("uvicorn")
@@ -90,6 +91,77 @@ def test_verdicts_over_http_are_the_same_under_latency_and_load(loaded: None) ->
     abstract = _traces(reference, "abstract")
     assert abstract
     assert _verdicts(reference, abstract) == _verdicts("reference:memory", abstract)
+
+
+def _after_restart(name: str, *tail: dict[str, object]) -> Trace:
+    """A call opened in turn t1, a restart while its response streams, then a second turn
+    whose response r2 opens call c1, and ``tail`` after it."""
+    opened = {"turn": "t1", "response": "r1", "item": "0", "call": "c0", "tool": "op"}
+    events: list[object] = [
+        {"turn_started": {"turn": "t1", "actor": "u1", "tenant": "acme"}},
+        {"call_opened": opened},
+        {"restart": {}},
+        {"turn_started": {"turn": "t2", "actor": "u1", "tenant": "acme"}},
+    ]
+    events += list(tail)
+    tools = {"op": {"schema": {"type": "object", "required": ["v"], "properties": {"v": {"type": "integer"}}}}}
+    return Trace.from_json({"name": name, "tools": tools, "events": events})
+
+
+OPEN_C1 = {"call_opened": {"turn": "t2", "response": "r2", "item": "0", "call": "c1", "tool": "op"}}
+# the shrunk counterexamples of the default certification before the fix (INV-BOUNDED,
+# INV-LEDGER, INV-STATUS): r2's bytes went into the body of r1, which the process before the
+# restart was reading, so c1 never reached the new guard
+AFTER_RESTART = (
+    _after_restart("cancel, then r2 opens c1", {"cancel_turn": {"turn": "t2"}}, OPEN_C1),
+    _after_restart("r2 opens c1, stop_tenant", OPEN_C1, {"stop_tenant": {"tenant": "acme"}}),
+    _after_restart("r2 opens c1, quarantine r2", OPEN_C1, {"quarantine_response": {"response": "r2"}}),
+)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_response_after_a_restart_is_a_new_stream_to_the_new_process(protocol: str) -> None:
+    """After a restart, the next response is a new request read by the restarted program's
+    guard (the harness ends the body the old process was reading): the verdicts over HTTP
+    are the in-process guard's, with nothing violated."""
+    traces = list(AFTER_RESTART)
+    over_http = _verdicts(_program(protocol), traces)
+    assert over_http == _verdicts(f"guard:memory:{protocol}", traces)
+    assert all(applicable and not violated for violated, applicable in over_http.values()), over_http
+
+
+def _during_validation() -> list[Trace]:
+    """The catalog's events delivered while the validator runs, a call put up for
+    confirmation at the end of a trace, and a drop and a restart inside the validator."""
+    names = (
+        "emergency-stop-during-validation",
+        "cancel-during-validation",
+        "new-turn-during-validation",
+        "awaiting-confirmation",
+    )
+    out = [by_name(name).trace for name in names]
+    base = _after_restart("unused").tools
+    head = list(_after_restart("unused").events[:2])
+    fragment = Fragment("t1", "r1", "0", "c0", 0, '{"v":100}')
+    terminal = CallTerminal("t1", "r1", "0", "c0", "e0")
+    for name, last in (
+        ("a drop inside the validator", Disconnect("t1", "r1", during_validation=True)),
+        ("a restart inside the validator", Restart(during_validation=True)),
+    ):
+        out.append(Trace(events=(*head, fragment, terminal, last), tools=base, name=name))
+    return out
+
+
+def test_what_arrives_inside_the_validator_over_http_is_handled_as_in_process() -> None:
+    """The program's validator runs on its stream's thread, holding the guard's lock: an
+    event or a restart delivered inside it reaches that thread (it deadlocked on the main
+    thread), a drop ends the stream at once (the SDK would see it only after the answer),
+    and cutting the body left open at a trace's end records nothing for the trace."""
+    traces = _during_validation()
+    spec = _program("openai-responses")
+    over_http = _verdicts(spec, traces)
+    assert over_http == _verdicts("guard:memory:openai-responses", traces)
+    assert all(applicable and not violated for violated, applicable in over_http.values()), over_http
 
 
 @pytest.mark.slow
