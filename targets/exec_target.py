@@ -260,6 +260,7 @@ class _Pool:
         self.idle: list[_Process] = []
         self.handshake: Handshake | None = None
         self.lock = threading.Lock()
+        self.closed = False  # a process given back after close() is stopped, never kept
 
     def _environment(self, channel: str) -> dict[str, str]:
         env = dict(os.environ)
@@ -348,10 +349,14 @@ class _Pool:
 
     def release(self, process: _Process) -> None:
         with self.lock:
-            self.idle.append(process)
+            if not self.closed:
+                self.idle.append(process)
+                return
+        process.stop()
 
     def close(self) -> None:
         with self.lock:
+            self.closed = True
             idle, self.idle = self.idle, []
         for process in idle:
             process.stop()
@@ -392,16 +397,27 @@ def _handshake(message: Mapping[str, Any]) -> Handshake:
     )
 
 
-_POOLS: dict[str, _Pool] = {}
+_POOLS: dict[tuple[str, int], _Pool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
 def _pool(command: str) -> _Pool:
+    """The pool of ``command``'s processes started under this process's environment as it is
+    now. A program reads its environment once, at its start, so one started under another
+    environment (a timeout, a switch, a marker set since) is not the program this run asks
+    for: its pool is closed and a new one starts."""
+    key = (command, hash(frozenset(os.environ.items())))
+    stale: list[_Pool] = []
     with _POOLS_LOCK:
-        pool = _POOLS.get(command)
+        pool = _POOLS.get(key)
         if pool is None:
-            pool = _POOLS[command] = _Pool(command)
-        return pool
+            stale = [p for k, p in _POOLS.items() if k[0] == command]
+            for k in [k for k in _POOLS if k[0] == command]:
+                del _POOLS[k]
+            pool = _POOLS[key] = _Pool(command)
+    for old in stale:
+        old.close()
+    return pool
 
 
 @atexit.register

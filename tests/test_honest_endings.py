@@ -214,3 +214,25 @@ def test_replay_never_claims_the_reference_verdicts_when_the_target_broke_the_ru
     monkeypatch.setenv("CALLSAFE_TEST_MARK", str(tmp_path / "hang-again.mark"))  # it hangs once per mark
     code, out = invoke("replay", str(trace), spec, "--json")
     assert code == 3 and json.loads(out)["differs_from_reference"] is None
+
+
+def test_a_program_started_under_another_environment_is_not_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program reads its environment once, when it starts: the same command asked for under
+    another environment gets a new process. Before, a process left idle by an earlier run (here
+    one whose marker was already used, so it never hangs) answered the next run, and the hang
+    this run asks for never came (the suite saw it when two test files shared the command)."""
+    monkeypatch.setenv("CALLSAFE_EXEC_MESSAGE_TIMEOUT", "1")
+    trace = tmp_path / "t.json"
+    assert invoke("scenarios", "export", "cancel-during-validation", "--out", str(trace))[0] == 0
+    spec = f"exec:{sys.executable} {PROGRAMS / 'misbehave.py'} hang"
+    used = tmp_path / "used.mark"
+    used.touch()
+    monkeypatch.setenv("CALLSAFE_TEST_MARK", str(used))
+    code, out = invoke("replay", str(trace), spec)
+    assert code != 3, out  # its marker is used: the program answers and never hangs
+    monkeypatch.setenv("CALLSAFE_TEST_MARK", str(tmp_path / "fresh.mark"))
+    code, out = invoke("replay", str(trace), spec)
+    assert code == 3, out
+    assert "no answer to 'fragment'" in out
